@@ -1,0 +1,296 @@
+//! Reading graphs from files: SNAP, KONECT, MatrixMarket and CSV edge lists (plain, gzip or
+//! inside a zip), SNAP ego-network archives, and `.kgraph` snapshots.
+
+mod archive;
+mod densify;
+mod parse;
+mod text;
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use flate2::read::MultiGzDecoder;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::{Error, Graph, Result, snapshot};
+
+pub use densify::MAX_VERTICES;
+pub(crate) use densify::densify;
+pub(crate) use text::RawEdges;
+
+/// The file formats kith reads graphs from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// SNAP edge list: `#` comments, two ids per line separated by tabs or spaces; further
+    /// columns (such as a sign) are ignored.
+    Snap,
+    /// KONECT `out.*` file: `%` comments, two ids per line, weight and timestamp columns ignored.
+    Konect,
+    /// MatrixMarket coordinate file, with or without its `%%MatrixMarket` banner and size line.
+    Mtx,
+    /// Comma-separated values with a header row; the first two columns are the endpoints.
+    Csv,
+    /// A SNAP ego-network archive (`.tar.gz` of `<ego>.edges` and `<ego>.feat` files): the
+    /// edges of every ego network plus an edge from each ego to each member of its network.
+    SnapEgo,
+    /// kith's binary snapshot (see `docs/kgraph-format.md`).
+    Kgraph,
+}
+
+impl Format {
+    /// Every format, in the order they are documented.
+    pub const ALL: [Format; 6] =
+        [Format::Snap, Format::Konect, Format::Mtx, Format::Csv, Format::SnapEgo, Format::Kgraph];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Snap => "snap",
+            Format::Konect => "konect",
+            Format::Mtx => "mtx",
+            Format::Csv => "csv",
+            Format::SnapEgo => "snap-ego",
+            Format::Kgraph => "kgraph",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+            Error::InvalidArgument(format!("unknown format {s:?}; expected one of {}", names.join(", ")))
+        })
+    }
+}
+
+/// How to read a graph file.
+#[derive(Clone, Debug, Default)]
+pub struct LoadConfig {
+    /// The format; `None` (the default) detects it from the file name and content.
+    pub format: Option<Format>,
+    /// Keep edge direction. Default `false`: friendship graphs are undirected, and an edge
+    /// listed in both directions is one edge.
+    pub directed: bool,
+    /// The member to read from a zip archive; `None` (the default) picks the one edge list in it.
+    pub member: Option<String>,
+    /// Show a progress bar on stderr while reading (only drawn on a terminal). Default `false`.
+    pub progress: bool,
+}
+
+/// Reads the graph in `path`.
+///
+/// # Errors
+/// A missing, empty or unreadable file, a directory, a malformed line (with its file and line
+/// number), a truncated compressed stream, or a damaged snapshot.
+///
+/// # Example
+/// ```no_run
+/// let graph = kith_graph::load("facebook_combined.txt.gz".as_ref(), &Default::default())?;
+/// println!("{} nodes, {} edges", graph.num_nodes(), graph.num_edges());
+/// # Ok::<(), kith_graph::Error>(())
+/// ```
+pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
+    let (mut file, len) = open_file(path)?;
+    let mut magic = [0u8; 8];
+    let got = read_up_to(&mut file, &mut magic).map_err(|e| Error::io(path, e))?;
+    file.rewind().map_err(|e| Error::io(path, e))?;
+    let magic = &magic[..got];
+
+    if config.format == Some(Format::Kgraph) || magic.starts_with(snapshot::MAGIC) {
+        let graph = snapshot::read(path)?;
+        if config.directed && !graph.is_directed() {
+            return Err(Error::input(
+                path,
+                "this snapshot holds an undirected graph; import the edge list again with --directed",
+            ));
+        }
+        return Ok(graph);
+    }
+
+    let bar = progress_bar(config.progress, len, path);
+    let counted = Counting { inner: file, bar: bar.clone() };
+    let raw = if magic.starts_with(b"PK\x03\x04") {
+        let (bytes, name) = archive::zip_member(counted, path, config.member.as_deref())?;
+        let format = config.format.or_else(|| format_from_name(&name)).unwrap_or_else(|| sniff(&bytes));
+        let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(bytes));
+        let label = PathBuf::from(format!("{}:{name}", path.display()));
+        parse(reader, &label, format, false)?
+    } else {
+        let compressed = magic.starts_with(&[0x1f, 0x8b]);
+        let stream: Box<dyn Read + Send> =
+            if compressed { Box::new(MultiGzDecoder::new(counted)) } else { Box::new(counted) };
+        let mut reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 18, stream));
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let format = match config.format.or_else(|| format_from_name(&name)) {
+            Some(f) => f,
+            None => {
+                let head = reader.fill_buf().map_err(|e| Error::io(path, e))?;
+                if head.len() > 262 && &head[257..262] == b"ustar" { Format::SnapEgo } else { sniff(head) }
+            }
+        };
+        parse(reader, path, format, compressed)?
+    };
+    bar.finish_and_clear();
+    if raw.pairs.is_empty() {
+        return Err(Error::input(path, "no edges found (the file has only comments or blank lines)"));
+    }
+    densify(raw.pairs, config.directed).map_err(|message| Error::input(path, message))
+}
+
+fn parse(
+    reader: Box<dyn BufRead + Send>,
+    name: &Path,
+    format: Format,
+    compressed: bool,
+) -> Result<RawEdges> {
+    match format {
+        Format::SnapEgo => archive::ego_networks(reader, name),
+        Format::Kgraph => Err(Error::input(name, "not a .kgraph snapshot (bad magic bytes)")),
+        _ => text::parse_text(reader, name, format, compressed),
+    }
+}
+
+/// Opens `path` for reading, turning the usual mistakes into clear messages.
+fn open_file(path: &Path) -> Result<(File, u64)> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::input(path, "no such file"),
+        _ => Error::io(path, e),
+    })?;
+    if meta.is_dir() {
+        return Err(Error::input(path, "is a directory, not a graph file"));
+    }
+    if meta.len() == 0 {
+        return Err(Error::input(path, "empty file"));
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    Ok((file, meta.len()))
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}
+
+/// The format a file name implies, if it implies one.
+pub fn format_from_name(name: &str) -> Option<Format> {
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".tgz") || lower.ends_with(".tar.gz") || lower.ends_with(".tar") {
+        return Some(Format::SnapEgo);
+    }
+    let stem = lower.strip_suffix(".gz").unwrap_or(&lower);
+    let base = stem.rsplit('/').next().unwrap_or(stem);
+    if stem.ends_with(".kgraph") {
+        Some(Format::Kgraph)
+    } else if stem.ends_with(".mtx") {
+        Some(Format::Mtx)
+    } else if stem.ends_with(".csv") {
+        Some(Format::Csv)
+    } else if base.starts_with("out.") {
+        Some(Format::Konect)
+    } else {
+        None
+    }
+}
+
+/// Guesses a text format from the first non-blank line.
+fn sniff(head: &[u8]) -> Format {
+    let first = head
+        .split(|&c| c == b'\n')
+        .map(|l| l.trim_ascii())
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    if first.starts_with(b"%%MatrixMarket") {
+        Format::Mtx
+    } else if first.starts_with(b"%") {
+        Format::Konect
+    } else if !first.starts_with(b"#") && first.contains(&b',') {
+        Format::Csv
+    } else {
+        Format::Snap
+    }
+}
+
+fn progress_bar(show: bool, len: u64, path: &Path) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("reading {}", path.display()));
+    bar
+}
+
+/// Counts the bytes read from the file into a progress bar.
+struct Counting<R> {
+    inner: R,
+    bar: ProgressBar,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bar.inc(n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for Counting<R> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_imply_formats() {
+        assert_eq!(format_from_name("soc-brightkite.mtx.gz"), Some(Format::Mtx));
+        assert_eq!(format_from_name("out.ego-twitter.gz"), Some(Format::Konect));
+        assert_eq!(format_from_name("edges.CSV"), Some(Format::Csv));
+        assert_eq!(format_from_name("facebook.tar.gz"), Some(Format::SnapEgo));
+        assert_eq!(format_from_name("g.kgraph"), Some(Format::Kgraph));
+        assert_eq!(format_from_name("wiki-Vote.txt.gz"), None);
+    }
+
+    #[test]
+    fn content_implies_formats() {
+        assert_eq!(sniff(b"\n%%MatrixMarket matrix coordinate"), Format::Mtx);
+        assert_eq!(sniff(b"% sym unweighted\n1 2"), Format::Konect);
+        assert_eq!(sniff(b"# Directed graph\n1\t2"), Format::Snap);
+        assert_eq!(sniff(b"id_1,id_2\n0,1"), Format::Csv);
+        assert_eq!(sniff(b"0 1\n"), Format::Snap);
+    }
+
+    #[test]
+    fn format_names_round_trip() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>().unwrap(), f);
+        }
+        assert!("gml".parse::<Format>().is_err());
+    }
+}

@@ -1,0 +1,341 @@
+//! `kith graph import|stats|generate`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Subcommand, ValueEnum};
+use kith_graph::generate::{BaConfig, LfrConfig, RmatConfig, fit_power_law_exponent};
+use kith_graph::{Format, Graph, GraphStats, LoadConfig, VertexId};
+use serde::Serialize;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GraphCommand {
+    /// Read an edge list and write it as a .kgraph snapshot (or as another edge list).
+    Import(ImportArgs),
+    /// Print a graph's size, cleaning counts, degree distribution and components.
+    Stats(StatsArgs),
+    /// Generate a seeded social-like graph: LFR, R-MAT (Graph500) or Barabási–Albert.
+    Generate(GenerateArgs),
+}
+
+pub(crate) fn run(command: GraphCommand) -> Result<()> {
+    match command {
+        GraphCommand::Import(a) => import(a),
+        GraphCommand::Stats(a) => stats(a),
+        GraphCommand::Generate(a) => generate(a),
+    }
+}
+
+/// Where a graph comes from: a file and how to read it. Every command that takes a graph
+/// flattens this in.
+#[derive(Debug, Args)]
+pub(crate) struct GraphInput {
+    /// An edge list (SNAP, KONECT, MatrixMarket or CSV; plain, gzip or zip), a SNAP ego-network
+    /// archive, or a .kgraph snapshot.
+    pub graph: PathBuf,
+    /// The input format; detected from the file name and content when omitted.
+    #[arg(long, value_parser = format_parser())]
+    pub format: Option<Format>,
+    /// Keep edge direction (friendship graphs are undirected by default).
+    #[arg(long)]
+    pub directed: bool,
+    /// The member of a zip archive to read (default: the one edge list in it).
+    #[arg(long)]
+    pub member: Option<String>,
+}
+
+impl GraphInput {
+    pub(crate) fn load(&self) -> Result<Graph> {
+        let config = LoadConfig {
+            format: self.format,
+            directed: self.directed,
+            member: self.member.clone(),
+            progress: true,
+        };
+        Ok(kith_graph::load(&self.graph, &config)?)
+    }
+}
+
+fn format_parser() -> impl TypedValueParser<Value = Format> {
+    let names: Vec<&'static str> = Format::ALL.iter().map(|f| f.name()).collect();
+    PossibleValuesParser::new(names).map(|s| s.parse::<Format>().expect("listed name"))
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    #[command(flatten)]
+    input: GraphInput,
+    /// Output: a .kgraph snapshot, or an edge list (.txt, .txt.gz) for other tools.
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+fn import(args: ImportArgs) -> Result<()> {
+    let start = Instant::now();
+    let graph = args.input.load()?;
+    let loaded = start.elapsed().as_secs_f64();
+    kith_graph::save(&graph, &args.output)?;
+    let c = graph.cleaning();
+    eprintln!(
+        "imported {} nodes, {} {} edges ({} self-loops dropped, {} duplicates merged) in {loaded:.2} s; wrote {}",
+        graph.num_nodes(),
+        graph.num_edges(),
+        if graph.is_directed() { "directed" } else { "undirected" },
+        c.self_loops_dropped,
+        c.duplicates_merged,
+        args.output.display()
+    );
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatsArgs {
+    #[command(flatten)]
+    input: GraphInput,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write every vertex's degree as CSV (`id,degree`, original ids).
+    #[arg(long, value_name = "FILE")]
+    degrees_out: Option<PathBuf>,
+}
+
+fn stats(args: StatsArgs) -> Result<()> {
+    let graph = args.input.load()?;
+    let s = kith_graph::stats(&graph);
+    if let Some(path) = &args.degrees_out {
+        write_degrees(&graph, path)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", stats_table(&s));
+    }
+    Ok(())
+}
+
+pub(crate) fn stats_table(s: &GraphStats) -> String {
+    let d = &s.degree;
+    let mut t = String::new();
+    let mut row = |k: &str, v: String| t.push_str(&format!("{k:<20}{v}\n"));
+    row("nodes", s.nodes.to_string());
+    row("edges", format!("{}{}", s.edges, if s.directed { " (directed)" } else { "" }));
+    row("self-loops dropped", s.self_loops_dropped.to_string());
+    row("duplicates merged", s.duplicates_merged.to_string());
+    row(
+        "degree",
+        format!(
+            "min {}, median {}, mean {:.2}, p90 {}, p99 {}, max {}",
+            d.min, d.median, d.mean, d.p90, d.p99, d.max
+        ),
+    );
+    let kind = if s.directed { "weakly connected components" } else { "components" };
+    row(kind, format!("{} (largest: {} nodes)", s.components, s.largest_component));
+    t
+}
+
+fn write_degrees(graph: &Graph, path: &Path) -> Result<()> {
+    let file = std::fs::File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    writeln!(w, "id,degree")?;
+    for v in 0..graph.num_nodes() as VertexId {
+        writeln!(w, "{},{}", graph.original_id(v), graph.degree(v))?;
+    }
+    w.flush().with_context(|| format!("{}: write failed", path.display()))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Model {
+    /// LFR benchmark: power-law degrees and community sizes, mixing parameter μ.
+    Lfr,
+    /// R-MAT with Graph500's parameters (a=0.57, b=0.19, c=0.19, d=0.05).
+    Rmat,
+    /// Barabási–Albert preferential attachment.
+    Ba,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GenerateArgs {
+    /// The random-graph model.
+    #[arg(long, value_enum)]
+    model: Model,
+    /// Number of vertices.
+    #[arg(long)]
+    nodes: usize,
+    /// Mean degree (default: 20 for LFR, 32 for R-MAT, 10 for Barabási–Albert).
+    #[arg(long)]
+    avg_degree: Option<f64>,
+    /// LFR: the largest degree (default min(50 × avg-degree, nodes / 10)).
+    #[arg(long)]
+    max_degree: Option<usize>,
+    /// LFR: the mixing parameter, the share of each vertex's edges leaving its community.
+    #[arg(long)]
+    mu: Option<f64>,
+    /// LFR: the degree exponent τ1 (default 2.5).
+    #[arg(long)]
+    tau1: Option<f64>,
+    /// LFR: the community-size exponent τ2 (default 1.5).
+    #[arg(long)]
+    tau2: Option<f64>,
+    /// LFR: the smallest community (default: the minimum degree, at least 3).
+    #[arg(long)]
+    min_community: Option<usize>,
+    /// LFR: the largest community (default: the maximum degree).
+    #[arg(long)]
+    max_community: Option<usize>,
+    /// R-MAT: keep edge direction.
+    #[arg(long)]
+    directed: bool,
+    /// Random seed; the same seed gives the same graph.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output: a .kgraph snapshot, or an edge list (.txt, .txt.gz).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// LFR: write the planted communities here (SNAP .cmty.txt format: one per line).
+    #[arg(long, value_name = "FILE")]
+    communities_out: Option<PathBuf>,
+    /// Print the generation report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `kith graph generate` reports.
+#[derive(Debug, Serialize)]
+pub(crate) struct GenerationReport {
+    pub model: &'static str,
+    pub nodes: u64,
+    pub edges: u64,
+    pub seed: u64,
+    pub seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lfr: Option<LfrReport>,
+}
+
+/// How close an LFR graph came to what was asked.
+#[derive(Debug, Serialize)]
+pub(crate) struct LfrReport {
+    pub mu_requested: f64,
+    pub mu_realized: f64,
+    pub tau1_requested: f64,
+    /// The maximum-likelihood exponent of the realised degrees over the sampled range.
+    pub tau1_fitted: f64,
+    pub min_degree: f64,
+    pub max_degree: f64,
+    pub communities: usize,
+    pub stubs_dropped: u64,
+}
+
+fn generate(args: GenerateArgs) -> Result<()> {
+    if args.model != Model::Lfr {
+        let lfr_only = [
+            ("--max-degree", args.max_degree.is_some()),
+            ("--mu", args.mu.is_some()),
+            ("--tau1", args.tau1.is_some()),
+            ("--tau2", args.tau2.is_some()),
+            ("--min-community", args.min_community.is_some()),
+            ("--max-community", args.max_community.is_some()),
+            ("--communities-out", args.communities_out.is_some()),
+        ];
+        if let Some((flag, _)) = lfr_only.iter().find(|(_, given)| *given) {
+            bail!("{flag} applies to --model lfr only");
+        }
+    }
+    if args.directed && args.model != Model::Rmat {
+        bail!("--directed applies to --model rmat only");
+    }
+    let (report, graph) = generate_graph(&args)?;
+    kith_graph::save(&graph, &args.output)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        eprintln!(
+            "generated {} graph: {} nodes, {} edges in {:.2} s; wrote {}",
+            report.model,
+            report.nodes,
+            report.edges,
+            report.seconds,
+            args.output.display()
+        );
+        if let Some(l) = &report.lfr {
+            eprintln!(
+                "mixing: requested {:.3}, realised {:.3}; degree exponent: requested {:.2}, fitted {:.2}; {} communities",
+                l.mu_requested, l.mu_realized, l.tau1_requested, l.tau1_fitted, l.communities
+            );
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn generate_graph(args: &GenerateArgs) -> Result<(GenerationReport, Graph)> {
+    let start = Instant::now();
+    let (model, graph, lfr) = match args.model {
+        Model::Lfr => {
+            let defaults = LfrConfig::default();
+            let config = LfrConfig {
+                nodes: args.nodes,
+                avg_degree: args.avg_degree.unwrap_or(defaults.avg_degree),
+                max_degree: args.max_degree,
+                mu: args.mu.unwrap_or(defaults.mu),
+                tau1: args.tau1.unwrap_or(defaults.tau1),
+                tau2: args.tau2.unwrap_or(defaults.tau2),
+                min_community: args.min_community,
+                max_community: args.max_community,
+                seed: args.seed,
+                progress: true,
+            };
+            let lfr = kith_graph::generate::lfr(&config)?;
+            if let Some(path) = &args.communities_out {
+                kith_graph::write_communities(path, &lfr.communities())?;
+            }
+            let law = lfr.degree_law;
+            let degrees: Vec<u64> =
+                (0..lfr.graph.num_nodes() as VertexId).map(|v| lfr.graph.degree(v) as u64).collect();
+            let report = LfrReport {
+                mu_requested: config.mu,
+                mu_realized: lfr.realized_mu(),
+                tau1_requested: config.tau1,
+                tau1_fitted: fit_power_law_exponent(&degrees, law.min.ceil() as u64 + 1, law.max as u64),
+                min_degree: law.min,
+                max_degree: law.max,
+                communities: lfr.communities().len(),
+                stubs_dropped: lfr.stubs_dropped,
+            };
+            ("lfr", lfr.graph, Some(report))
+        }
+        Model::Rmat => {
+            let defaults = RmatConfig::default();
+            let config = RmatConfig {
+                nodes: args.nodes,
+                avg_degree: args.avg_degree.unwrap_or(defaults.avg_degree),
+                directed: args.directed,
+                seed: args.seed,
+                progress: true,
+                ..defaults
+            };
+            ("rmat", kith_graph::generate::rmat(&config)?, None)
+        }
+        Model::Ba => {
+            let defaults = BaConfig::default();
+            let config = BaConfig {
+                nodes: args.nodes,
+                avg_degree: args.avg_degree.unwrap_or(defaults.avg_degree),
+                seed: args.seed,
+                progress: true,
+            };
+            ("ba", kith_graph::generate::barabasi_albert(&config)?, None)
+        }
+    };
+    let report = GenerationReport {
+        model,
+        nodes: graph.num_nodes() as u64,
+        edges: graph.num_edges(),
+        seed: args.seed,
+        seconds: start.elapsed().as_secs_f64(),
+        lfr,
+    };
+    Ok((report, graph))
+}

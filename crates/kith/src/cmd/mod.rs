@@ -1,0 +1,5 @@
+//! One module per top-level subcommand.
+
+pub(crate) mod bench;
+pub(crate) mod demo;
+pub(crate) mod graph;

@@ -1,0 +1,123 @@
+//! What benchmarks record about where and when they ran, and how they time child processes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+/// The machine a benchmark ran on.
+#[derive(Debug, Serialize)]
+pub(crate) struct Machine {
+    pub hostname: String,
+    pub cpu: String,
+    pub cores: usize,
+    pub memory_gib: f64,
+    pub os: String,
+}
+
+impl Machine {
+    pub(crate) fn describe() -> Machine {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split(':').nth(1)))
+            .map_or_else(|| "unknown".to_owned(), |s| s.trim().to_owned());
+        let meminfo = read("/proc/meminfo");
+        let mem_kib: f64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0.0);
+        Machine {
+            hostname: read("/proc/sys/kernel/hostname").trim().to_owned(),
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_gib: (mem_kib / 1024.0 / 1024.0 * 10.0).round() / 10.0,
+            os: read("/proc/sys/kernel/osrelease").trim().to_owned(),
+        }
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub(crate) fn utc_now() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The commit the benchmark was built from, if this is a git checkout.
+pub(crate) fn git_commit() -> Option<String> {
+    let out = Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// How long a child process ran and the most memory it held.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub(crate) struct ChildRun {
+    pub seconds: f64,
+    pub peak_rss_mb: f64,
+}
+
+/// Runs this executable with `args`, waiting for it with `wait4` to learn its peak resident
+/// memory. Fails if the child fails, with its stderr.
+pub(crate) fn run_self(args: &[&str]) -> Result<ChildRun> {
+    let exe = std::env::current_exe().context("cannot locate the kith executable")?;
+    let stderr = tempfile::NamedTempFile::new()?;
+    let start = Instant::now();
+    let child = Command::new(&exe)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr.reopen()?)
+        .spawn()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
+    let (status, rusage) = wait4(child.id())?;
+    let seconds = start.elapsed().as_secs_f64();
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        let message = std::fs::read_to_string(stderr.path()).unwrap_or_default();
+        bail!("`kith {}` failed: {}", args.join(" "), message.trim());
+    }
+    // Linux reports ru_maxrss in KiB.
+    Ok(ChildRun { seconds, peak_rss_mb: rusage.ru_maxrss as f64 / 1024.0 })
+}
+
+fn wait4(pid: u32) -> Result<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: `rusage` is plain old data that wait4 fills in; zeroed is a valid value for it.
+    let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers refer to live, writable locals of the right types.
+        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut rusage) };
+        if r == pid as libc::pid_t {
+            return Ok((status, rusage));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err).context("waiting for a child process");
+        }
+    }
+}
+
+/// The datasets directory: `$KITH_DATASETS`, else `shared/datasets` beside the checkout.
+pub(crate) fn datasets_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KITH_DATASETS") {
+        return PathBuf::from(dir);
+    }
+    let beside_checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
+    if beside_checkout.is_dir() {
+        return beside_checkout;
+    }
+    PathBuf::from("../shared/datasets")
+}

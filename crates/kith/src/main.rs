@@ -1,0 +1,48 @@
+//! `kith`: the command line of the kith social-graph toolkit.
+//!
+//! Every subcommand lives in `cmd/`; this file parses arguments, dispatches, and turns errors
+//! into a one-line message on stderr and a non-zero exit code.
+
+mod cmd;
+mod machine;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// kith: a social-graph store and analytics toolkit.
+#[derive(Debug, Parser)]
+#[command(name = "kith", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Import, generate and describe graphs.
+    #[command(subcommand)]
+    Graph(cmd::graph::GraphCommand),
+    /// Benchmarks that record their results as JSON under bench/results/.
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
+    /// kith's main job on its embedded default: generate a social graph and describe it.
+    Demo(cmd::demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Graph(c) => cmd::graph::run(c),
+        Command::Bench(c) => cmd::bench::run(c),
+        Command::Demo(a) => cmd::demo::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let message = format!("{e:#}").replace('\n', " ");
+            eprintln!("kith: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
