@@ -38,7 +38,7 @@ pub struct LfrConfig {
     pub tau1: f64,
     /// Community-size exponent τ2 (default 1.5).
     pub tau2: f64,
-    /// Smallest community; `None` (default) means the minimum degree, at least 3.
+    /// Smallest community; `None` (default) means one more than the minimum degree, at least 3.
     pub min_community: Option<usize>,
     /// Largest community; `None` (default) means the maximum degree.
     pub max_community: Option<usize>,
@@ -150,11 +150,14 @@ pub fn lfr(config: &LfrConfig) -> Result<Lfr> {
         let v = degree.iter().position(|&d| d < kmax as u64).expect("not every degree is maximal");
         degree[v] += 1;
     }
-    let mut internal: Vec<u64> =
-        degree.iter().map(|&k| ((1.0 - config.mu) * k as f64).round() as u64).collect();
+    // Randomised rounding keeps the expected internal share exactly 1 − μ.
+    let mut internal: Vec<u64> = degree
+        .iter()
+        .map(|&k| ((1.0 - config.mu) * k as f64 + rng.random::<f64>()).floor() as u64)
+        .collect();
 
     progress.stage("sampling community sizes");
-    let smin = config.min_community.unwrap_or((law.min.round() as usize).max(3));
+    let smin = config.min_community.unwrap_or((law.min.ceil() as usize + 1).max(3));
     let smax = config.max_community.unwrap_or(kmax).max(smin).min(n);
     let needed = internal.iter().max().copied().unwrap_or(0) as usize + 1;
     if smax < needed {
@@ -250,13 +253,19 @@ fn make_room(sizes: &mut Vec<usize>, internal: &[u64]) {
             // Grow the largest community that is too small by absorbing whole communities
             // from the small end (cutting one down would leave it too small for its own
             // members). The surplus stays in the grown community, which may so exceed the
-            // requested maximum by less than the smallest community.
+            // requested maximum by less than the smallest community. When the small end cannot
+            // reach the size needed, it joins the smallest eligible community instead.
             let grow = eligible;
             let target = k as usize + 1;
-            while sizes[grow] < target {
-                assert!(sizes.len() > grow + 1, "communities hold every vertex");
-                let absorbed = sizes.pop().expect("checked above");
-                sizes[grow] += absorbed;
+            let small_end: usize = sizes[grow..].iter().sum();
+            if small_end < target && grow > 0 {
+                sizes.truncate(grow);
+                sizes[grow - 1] += small_end;
+            } else {
+                while sizes[grow] < target {
+                    let absorbed = sizes.pop().expect("the small end holds at least `target`");
+                    sizes[grow] += absorbed;
+                }
             }
             continue 'restart;
         }
@@ -322,7 +331,7 @@ fn wire(
     rng: &mut Pcg64Mcg,
     allowed: impl Fn(VertexId, VertexId) -> bool,
 ) -> (Vec<(VertexId, VertexId)>, u64) {
-    const ATTEMPTS: usize = 64;
+    const ATTEMPTS: usize = 1024;
     let key = |a: VertexId, b: VertexId| (u64::from(a.min(b)) << 32) | u64::from(a.max(b));
     stubs.shuffle(rng);
     let mut edges = Vec::with_capacity(stubs.len() / 2);

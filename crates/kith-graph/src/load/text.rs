@@ -72,7 +72,9 @@ fn read_prologue(
     let mut line = Vec::new();
     let mut next_line = |p: &mut Prologue, line: &mut Vec<u8>| -> Result<bool> {
         line.clear();
-        let n = reader.read_until(b'\n', line).map_err(|e| read_error(name, e, 0, compressed))?;
+        let n = reader
+            .read_until(b'\n', line)
+            .map_err(|e| read_error(name, e, p.lines_consumed, compressed))?;
         p.lines_consumed += u64::from(n > 0);
         Ok(n > 0)
     };

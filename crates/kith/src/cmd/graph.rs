@@ -180,7 +180,7 @@ pub(crate) struct GenerateArgs {
     /// LFR: the community-size exponent τ2 (default 1.5).
     #[arg(long)]
     tau2: Option<f64>,
-    /// LFR: the smallest community (default: the minimum degree, at least 3).
+    /// LFR: the smallest community (default: one more than the minimum degree, at least 3).
     #[arg(long)]
     min_community: Option<usize>,
     /// LFR: the largest community (default: the maximum degree).
