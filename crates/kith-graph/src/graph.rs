@@ -48,7 +48,10 @@ impl Graph {
             .into_par_iter()
             .filter(|&(u, v)| u != v)
             .map(|(u, v)| {
-                assert!((u as usize) < n && (v as usize) < n, "edge ({u}, {v}) beyond {n} vertices");
+                assert!(
+                    (u as usize) < n && (v as usize) < n,
+                    "edge ({u}, {v}) beyond {n} vertices"
+                );
                 let (a, b) = if directed || u < v { (u, v) } else { (v, u) };
                 (u64::from(a) << 32) | u64::from(b)
             })

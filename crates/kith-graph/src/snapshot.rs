@@ -16,6 +16,11 @@ pub const MAGIC: &[u8; 8] = b"KITHGRPH";
 /// The snapshot version this build writes and the only one it reads.
 pub const VERSION: u32 = 1;
 
+// Sections are cast between typed vectors and their bytes as they are, which is the on-disk
+// little-endian order only on a little-endian host.
+#[cfg(target_endian = "big")]
+compile_error!("the .kgraph reader and writer assume a little-endian host");
+
 const HEADER_BYTES: usize = 128;
 const FLAG_DIRECTED: u32 = 1;
 /// Bytes read (and hashed) per call while loading a section.
@@ -63,14 +68,17 @@ impl Header {
         if version != VERSION {
             return Err(Error::snapshot(
                 path,
-                format!("unsupported .kgraph version {version} (this kith reads version {VERSION})"),
+                format!(
+                    "unsupported .kgraph version {version} (this kith reads version {VERSION})"
+                ),
             ));
         }
         let stored = u64::from_le_bytes(h[120..128].try_into().expect("8 bytes"));
         if stored != xxh3_64(&h[..120]) {
             return Err(Error::snapshot(path, "header checksum mismatch: the file is damaged"));
         }
-        let field = |i: usize| u64::from_le_bytes(h[16 + 8 * i..24 + 8 * i].try_into().expect("8 bytes"));
+        let field =
+            |i: usize| u64::from_le_bytes(h[16 + 8 * i..24 + 8 * i].try_into().expect("8 bytes"));
         let flags = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
         Ok(Header {
             directed: flags & FLAG_DIRECTED != 0,
@@ -86,7 +94,8 @@ impl Header {
     /// The body length the counts imply; a mismatch means a damaged header or file.
     fn implied_body_len(&self) -> Option<u64> {
         let csr = |entries: u64| -> Option<u64> {
-            (self.nodes.checked_add(1)?.checked_mul(8)?).checked_add(padded(entries.checked_mul(4)?))
+            (self.nodes.checked_add(1)?.checked_mul(8)?)
+                .checked_add(padded(entries.checked_mul(4)?))
         };
         let mut len = self.nodes.checked_mul(8)?.checked_add(csr(self.out_entries)?)?;
         if self.directed {
@@ -113,7 +122,6 @@ pub fn write(graph: &Graph, path: &Path) -> Result<()> {
         sections.push(bytemuck::cast_slice(csr.offsets()));
         sections.push(bytemuck::cast_slice(csr.targets()));
     }
-    assert!(cfg!(target_endian = "little"), "snapshots are written on little-endian hosts only");
 
     let mut hasher = Xxh3::new();
     let mut body_len = 0u64;
@@ -164,7 +172,10 @@ pub fn read(path: &Path) -> Result<Graph> {
     let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut raw = [0u8; HEADER_BYTES];
     file.read_exact(&mut raw).map_err(|_| {
-        Error::snapshot(path, format!("truncated: {file_len} bytes, less than the {HEADER_BYTES}-byte header"))
+        Error::snapshot(
+            path,
+            format!("truncated: {file_len} bytes, less than the {HEADER_BYTES}-byte header"),
+        )
     })?;
     let header = Header::decode(&raw, path)?;
     if header.implied_body_len() != Some(header.body_len)
@@ -187,7 +198,8 @@ pub fn read(path: &Path) -> Result<Graph> {
     let n = header.nodes as usize;
     let ids: Vec<u64> = reader.read(n)?;
     let out = reader.read_csr(n, header.out_entries as usize)?;
-    let inc = if header.directed { Some(reader.read_csr(n, header.in_entries as usize)?) } else { None };
+    let inc =
+        if header.directed { Some(reader.read_csr(n, header.in_entries as usize)?) } else { None };
     if reader.hasher.digest() != header.body_checksum {
         return Err(Error::snapshot(path, "body checksum mismatch: the file is damaged"));
     }
@@ -228,7 +240,10 @@ impl SectionReader<'_> {
         self.file.read_exact(&mut zeros[..pad]).map_err(|e| Error::io(self.path, e))?;
         self.hasher.update(&zeros[..pad]);
         if cfg!(target_endian = "big") {
-            return Err(Error::snapshot(self.path, "snapshots are read on little-endian hosts only"));
+            return Err(Error::snapshot(
+                self.path,
+                "snapshots are read on little-endian hosts only",
+            ));
         }
         Ok(values)
     }
@@ -245,7 +260,11 @@ mod tests {
     use super::*;
 
     fn sample(directed: bool) -> Graph {
-        Graph::from_edges(vec![2, 5, 11, 40], directed, vec![(0, 1), (1, 2), (2, 0), (3, 1), (3, 3)])
+        Graph::from_edges(
+            vec![2, 5, 11, 40],
+            directed,
+            vec![(0, 1), (1, 2), (2, 0), (3, 1), (3, 3)],
+        )
     }
 
     #[test]

@@ -124,7 +124,8 @@ pub fn component_labels(graph: &Graph) -> Vec<VertexId> {
         for &v in graph.neighbors(u) {
             let (a, b) = (find(&mut parent, u), find(&mut parent, v));
             if a != b {
-                let (big, small) = if size[a as usize] >= size[b as usize] { (a, b) } else { (b, a) };
+                let (big, small) =
+                    if size[a as usize] >= size[b as usize] { (a, b) } else { (b, a) };
                 parent[small as usize] = big;
                 size[big as usize] += size[small as usize];
             }

@@ -81,7 +81,8 @@ impl FromStr for WeightModel {
 pub fn edge_weights(graph: &Graph, model: WeightModel) -> Result<Vec<f64>> {
     if graph.is_directed() {
         return Err(Error::InvalidArgument(
-            "edge-weight models are defined on undirected graphs; symmetrise the graph first".into(),
+            "edge-weight models are defined on undirected graphs; symmetrise the graph first"
+                .into(),
         ));
     }
     let csr = graph.out_csr();

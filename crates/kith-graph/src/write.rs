@@ -22,7 +22,12 @@ pub fn save(graph: &Graph, path: &Path) -> Result<()> {
     }
     write_text(path, |w| {
         let kind = if graph.is_directed() { "directed" } else { "undirected" };
-        writeln!(w, "# kith edge list: {kind}, {} nodes, {} edges", graph.num_nodes(), graph.num_edges())?;
+        writeln!(
+            w,
+            "# kith edge list: {kind}, {} nodes, {} edges",
+            graph.num_nodes(),
+            graph.num_edges()
+        )?;
         writeln!(w, "# FromNodeId\tToNodeId")?;
         for u in 0..graph.num_nodes() as VertexId {
             let from = graph.original_id(u);
@@ -66,7 +71,8 @@ pub fn read_communities(path: &Path) -> Result<Vec<Vec<u64>>> {
     };
     let mut communities = Vec::new();
     for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| Error::input(path, format!("read failed after line {i}: {e}")))?;
+        let line =
+            line.map_err(|e| Error::input(path, format!("read failed after line {i}: {e}")))?;
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;

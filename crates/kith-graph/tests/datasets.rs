@@ -13,8 +13,21 @@ struct Expect {
     cleaning: Cleaning,
 }
 
-const fn expect(file: &'static str, directed: bool, nodes: usize, edges: u64, loops: u64, dups: u64) -> Expect {
-    Expect { file, directed, nodes, edges, cleaning: Cleaning { self_loops_dropped: loops, duplicates_merged: dups } }
+const fn expect(
+    file: &'static str,
+    directed: bool,
+    nodes: usize,
+    edges: u64,
+    loops: u64,
+    dups: u64,
+) -> Expect {
+    Expect {
+        file,
+        directed,
+        nodes,
+        edges,
+        cleaning: Cleaning { self_loops_dropped: loops, duplicates_merged: dups },
+    }
 }
 
 /// From SOURCES.md. Self-loops are dropped, so edge counts are the listed lines less the

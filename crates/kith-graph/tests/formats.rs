@@ -66,7 +66,11 @@ fn concatenated_gzip_members_are_one_stream() -> Result<()> {
 #[test]
 fn konect_skips_percent_comments_and_extra_columns() -> Result<()> {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "out.test", b"% asym unweighted\n% 3 3 3\n1 2 1 1234567890 \n2 3 1 1234567891 \n3 1 \n");
+    let path = write(
+        dir.path(),
+        "out.test",
+        b"% asym unweighted\n% 3 3 3\n1 2 1 1234567890 \n2 3 1 1234567891 \n3 1 \n",
+    );
     let g = load(&path, &LoadConfig { directed: true, ..Default::default() })?;
     assert_eq!(edges(&g), vec![(1, 2), (2, 3), (3, 1)]);
     Ok(())
@@ -83,7 +87,11 @@ fn matrix_market_with_and_without_banner() -> Result<()> {
     let without = write(dir.path(), "b.mtx", b"\n2 1\n3 1\n4 3\n");
     assert_eq!(edges(&undirected(&with)?), vec![(1, 2), (1, 3), (3, 4)]);
     assert_eq!(undirected(&with)?, undirected(&without)?);
-    let real = write(dir.path(), "c.mtx", b"%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n2 3 1e-3\n");
+    let real = write(
+        dir.path(),
+        "c.mtx",
+        b"%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n2 3 1e-3\n",
+    );
     assert_eq!(undirected(&real)?.num_edges(), 2);
     Ok(())
 }
@@ -114,8 +122,13 @@ fn zip_member_is_picked_or_named() -> Result<()> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.zip");
     let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-    for (name, body) in [("g/README.txt", &b"not edges"[..]), ("g/my_edges.csv", b"a,b\n1,2\n"), ("g/other.txt", b"5 6\n6 7\n")] {
+    let opts =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, body) in [
+        ("g/README.txt", &b"not edges"[..]),
+        ("g/my_edges.csv", b"a,b\n1,2\n"),
+        ("g/other.txt", b"5 6\n6 7\n"),
+    ] {
         zip.start_file(name, opts).unwrap();
         zip.write_all(body).unwrap();
     }
@@ -132,7 +145,11 @@ fn zip_member_is_picked_or_named() -> Result<()> {
 fn ego_archive_adds_ego_to_member_edges() -> Result<()> {
     let dir = tempfile::tempdir().unwrap();
     let mut tar = tar::Builder::new(Vec::new());
-    for (name, body) in [("ego/0.edges", &b"1 2\n2 1\n"[..]), ("ego/0.feat", b"1 0 1\n2 1 0\n3 0 0\n"), ("ego/0.circles", b"c1\t1\t2\n")] {
+    for (name, body) in [
+        ("ego/0.edges", &b"1 2\n2 1\n"[..]),
+        ("ego/0.feat", b"1 0 1\n2 1 0\n3 0 0\n"),
+        ("ego/0.circles", b"c1\t1\t2\n"),
+    ] {
         let mut header = tar::Header::new_gnu();
         header.set_size(body.len() as u64);
         header.set_mode(0o644);
@@ -148,12 +165,24 @@ fn ego_archive_adds_ego_to_member_edges() -> Result<()> {
 fn bad_lines_name_file_line_and_text() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &[u8], &str); 6] = [
-        ("wiki.txt", b"# c\n1 2\n12 abc\n", r#"wiki.txt:3: expected two integer ids, found "12 abc""#),
+        (
+            "wiki.txt",
+            b"# c\n1 2\n12 abc\n",
+            r#"wiki.txt:3: expected two integer ids, found "12 abc""#,
+        ),
         ("one.txt", b"1 2\n3\n", r#"one.txt:2: expected two integer ids, found "3""#),
         ("neg.txt", b"1 2\n-4 5\n", "neg.txt:2: negative id"),
-        ("big.txt", b"18446744073709551616 1\n", "big.txt:1: id beyond the largest supported id 18446744073709551615"),
+        (
+            "big.txt",
+            b"18446744073709551616 1\n",
+            "big.txt:1: id beyond the largest supported id 18446744073709551615",
+        ),
         ("c.csv", b"a,b\n1,2\n1;2\n", "c.csv:3: expected two integer ids"),
-        ("m.mtx", b"%%MatrixMarket matrix coordinate pattern general\n2 2 1\n0 1\n", "m.mtx:3: id 0 outside 1..=2"),
+        (
+            "m.mtx",
+            b"%%MatrixMarket matrix coordinate pattern general\n2 2 1\n0 1\n",
+            "m.mtx:3: id 0 outside 1..=2",
+        ),
     ];
     for (name, body, want) in cases {
         let path = write(dir.path(), name, body);
@@ -161,17 +190,22 @@ fn bad_lines_name_file_line_and_text() {
         assert!(got.contains(&format!("/{want}")), "{got:?} lacks {want:?}");
     }
     // The line number survives gzip and chunking: a bad line far into a large file.
-    let mut big: Vec<u8> = (0..300_000).flat_map(|i| format!("{i}\t{}\n", i + 1).into_bytes()).collect();
+    let mut big: Vec<u8> =
+        (0..300_000).flat_map(|i| format!("{i}\t{}\n", i + 1).into_bytes()).collect();
     big.extend_from_slice(b"7 x7\n");
     let path = write(dir.path(), "late.txt.gz", &gzip(&big));
-    assert!(error(&path, &LoadConfig::default()).ends_with(r#"late.txt.gz:300001: expected two integer ids, found "7 x7""#));
+    assert!(
+        error(&path, &LoadConfig::default())
+            .ends_with(r#"late.txt.gz:300001: expected two integer ids, found "7 x7""#)
+    );
 }
 
 #[test]
 fn unusable_files_get_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = LoadConfig::default();
-    let mut good: Vec<u8> = (0..100_000).flat_map(|i| format!("{i} {}\n", i + 1).into_bytes()).collect();
+    let mut good: Vec<u8> =
+        (0..100_000).flat_map(|i| format!("{i} {}\n", i + 1).into_bytes()).collect();
     good = gzip(&good);
     let truncated = write(dir.path(), "t.txt.gz", &good[..good.len() / 2]);
     assert!(error(&truncated, &cfg).contains("compressed stream is truncated or corrupt"));
@@ -202,7 +236,10 @@ fn damaged_snapshots_are_refused() -> Result<()> {
     let mut version = good.clone();
     version[8..12].copy_from_slice(&2u32.to_le_bytes());
     std::fs::write(&path, &version).unwrap();
-    assert!(error(&path, &LoadConfig::default()).contains("unsupported .kgraph version 2 (this kith reads version 1)"));
+    assert!(
+        error(&path, &LoadConfig::default())
+            .contains("unsupported .kgraph version 2 (this kith reads version 1)")
+    );
     std::fs::write(&path, &good).unwrap();
     let directed = LoadConfig { directed: true, ..Default::default() };
     assert!(error(&path, &directed).contains("undirected graph"));

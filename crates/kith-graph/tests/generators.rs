@@ -1,6 +1,8 @@
 //! Generator quality: what each generator realises against what was asked, and determinism.
 
-use kith_graph::generate::{BaConfig, LfrConfig, RmatConfig, barabasi_albert, fit_power_law_exponent, lfr, mixing, rmat};
+use kith_graph::generate::{
+    BaConfig, LfrConfig, RmatConfig, barabasi_albert, fit_power_law_exponent, lfr, mixing, rmat,
+};
 use kith_graph::{Graph, Result, stats};
 
 fn degrees(g: &Graph) -> Vec<u64> {
@@ -12,17 +14,23 @@ fn degrees(g: &Graph) -> Vec<u64> {
 #[test]
 fn lfr_realises_mixing_and_degree_exponent() -> Result<()> {
     for (mu, tau1) in [(0.1, 2.2), (0.3, 2.5), (0.5, 3.0), (0.2, 2.5)] {
-        let config = LfrConfig { nodes: 40_000, avg_degree: 15.0, mu, tau1, seed: 11, ..Default::default() };
+        let config =
+            LfrConfig { nodes: 40_000, avg_degree: 15.0, mu, tau1, seed: 11, ..Default::default() };
         let g = lfr(&config)?;
         let realised = g.realized_mu();
         assert!((realised - mu).abs() <= 0.01, "mu {mu}: realised {realised}");
         let law = g.degree_law;
-        let fitted = fit_power_law_exponent(&degrees(&g.graph), law.min.ceil() as u64 + 1, law.max as u64);
+        let fitted =
+            fit_power_law_exponent(&degrees(&g.graph), law.min.ceil() as u64 + 1, law.max as u64);
         assert!((fitted - tau1).abs() <= 0.15, "tau1 {tau1}: fitted {fitted}");
         let mean = stats(&g.graph).degree.mean;
         assert!((mean - 15.0).abs() <= 0.75, "mean degree {mean}");
         // Nearly every stub is placed: hubs in near-complete communities lose a few.
-        assert!((g.stubs_dropped as f64) < 0.03 * 15.0 * 40_000.0, "{} stubs dropped", g.stubs_dropped);
+        assert!(
+            (g.stubs_dropped as f64) < 0.03 * 15.0 * 40_000.0,
+            "{} stubs dropped",
+            g.stubs_dropped
+        );
         // Mixing is measured over the same membership the communities report.
         let sizes: usize = g.communities().iter().map(Vec::len).sum();
         assert_eq!(sizes, 40_000);
@@ -38,7 +46,8 @@ fn lfr_communities_are_denser_inside() -> Result<()> {
     let mut mostly_inside = 0;
     for v in 0..5_000u32 {
         let own = g.membership[v as usize];
-        let inside = g.graph.neighbors(v).iter().filter(|&&u| g.membership[u as usize] == own).count();
+        let inside =
+            g.graph.neighbors(v).iter().filter(|&&u| g.membership[u as usize] == own).count();
         mostly_inside += usize::from(2 * inside > g.graph.neighbors(v).len());
     }
     assert!(mostly_inside > 4_900, "{mostly_inside} of 5000 mostly inside");

@@ -36,7 +36,8 @@ pub fn barabasi_albert(config: &BaConfig) -> Result<Graph> {
     if m < 1 || n < m + 2 || n > crate::MAX_VERTICES {
         return Err(Error::InvalidArgument(format!(
             "Barabási–Albert needs --avg-degree >= 1 and more than avg-degree/2 + 1 nodes (at most {}), got {n} nodes and avg-degree {}",
-            crate::MAX_VERTICES, config.avg_degree
+            crate::MAX_VERTICES,
+            config.avg_degree
         )));
     }
     let progress = Progress::new(config.progress, "Barabási–Albert");

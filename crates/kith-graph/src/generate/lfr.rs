@@ -11,8 +11,8 @@
 //!    communities with the configuration model, then rewire self-loops, duplicates and (for
 //!    external edges) same-community pairs by swapping endpoints with random good edges.
 
-use rand::seq::SliceRandom;
 use rand::Rng;
+use rand::seq::SliceRandom;
 use rand_pcg::Pcg64Mcg;
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
@@ -100,7 +100,11 @@ pub fn mixing(graph: &Graph, membership: &[u32]) -> f64 {
     let (external, total) = (0..graph.num_nodes() as VertexId)
         .into_par_iter()
         .map(|u| {
-            let ext = graph.neighbors(u).iter().filter(|&&v| membership[v as usize] != membership[u as usize]).count();
+            let ext = graph
+                .neighbors(u)
+                .iter()
+                .filter(|&&v| membership[v as usize] != membership[u as usize])
+                .count();
             (ext as u64, graph.neighbors(u).len() as u64)
         })
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
@@ -118,16 +122,20 @@ pub fn mixing(graph: &Graph, membership: &[u32]) -> f64 {
 pub fn lfr(config: &LfrConfig) -> Result<Lfr> {
     let n = config.nodes;
     let bad = |m: String| Err(Error::InvalidArgument(m));
-    if n < 4 || n > crate::MAX_VERTICES {
+    if !(4..=crate::MAX_VERTICES).contains(&n) {
         return bad(format!("LFR needs between 4 and {} nodes, got {n}", crate::MAX_VERTICES));
     }
     if !(0.0..=1.0).contains(&config.mu) {
         return bad(format!("--mu must be within [0, 1], got {}", config.mu));
     }
     if config.tau1 <= 1.0 || config.tau2 < 1.0 {
-        return bad(format!("need tau1 > 1 and tau2 >= 1, got {} and {}", config.tau1, config.tau2));
+        return bad(format!(
+            "need tau1 > 1 and tau2 >= 1, got {} and {}",
+            config.tau1, config.tau2
+        ));
     }
-    let default_max = ((50.0 * config.avg_degree) as usize).min(n / 10).max((2.0 * config.avg_degree) as usize);
+    let default_max =
+        ((50.0 * config.avg_degree) as usize).min(n / 10).max((2.0 * config.avg_degree) as usize);
     let kmax = config.max_degree.unwrap_or(default_max).min(n - 1);
     if !(config.avg_degree >= 1.0 && config.avg_degree < kmax as f64) {
         return bad(format!(
@@ -146,7 +154,7 @@ pub fn lfr(config: &LfrConfig) -> Result<Lfr> {
 
     progress.stage("sampling degrees");
     let mut degree: Vec<u64> = (0..n).map(|_| law.sample(&mut rng)).collect();
-    if degree.iter().sum::<u64>() % 2 == 1 {
+    if !degree.iter().sum::<u64>().is_multiple_of(2) {
         let v = degree.iter().position(|&d| d < kmax as u64).expect("not every degree is maximal");
         degree[v] += 1;
     }
@@ -183,8 +191,10 @@ pub fn lfr(config: &LfrConfig) -> Result<Lfr> {
         .enumerate()
         .map(|(c, vs)| {
             let mut rng = rng_for(config.seed, 1 + c as u64);
-            let mut stubs: Vec<VertexId> =
-                vs.iter().flat_map(|&v| std::iter::repeat_n(v, internal[v as usize] as usize)).collect();
+            let mut stubs: Vec<VertexId> = vs
+                .iter()
+                .flat_map(|&v| std::iter::repeat_n(v, internal[v as usize] as usize))
+                .collect();
             wire(&mut stubs, &mut rng, |_, _| true)
         })
         .collect();
@@ -208,7 +218,13 @@ pub fn lfr(config: &LfrConfig) -> Result<Lfr> {
 }
 
 /// Community sizes drawn from the τ2 power law on `[smin, smax]` summing to exactly `n`.
-fn community_sizes(n: usize, smin: usize, smax: usize, tau2: f64, rng: &mut Pcg64Mcg) -> Vec<usize> {
+fn community_sizes(
+    n: usize,
+    smin: usize,
+    smax: usize,
+    tau2: f64,
+    rng: &mut Pcg64Mcg,
+) -> Vec<usize> {
     let law = PowerLaw { exponent: tau2, min: smin as f64, max: smax as f64 };
     let mut sizes = Vec::new();
     let mut total = 0;
@@ -219,7 +235,11 @@ fn community_sizes(n: usize, smin: usize, smax: usize, tau2: f64, rng: &mut Pcg6
             // Too few vertices left for a community of its own: spread them over others.
             for _ in 0..s {
                 let grow: Vec<usize> = (0..sizes.len()).filter(|&i| sizes[i] < smax).collect();
-                let i = if grow.is_empty() { rng.random_range(0..sizes.len()) } else { grow[rng.random_range(0..grow.len())] };
+                let i = if grow.is_empty() {
+                    rng.random_range(0..sizes.len())
+                } else {
+                    grow[rng.random_range(0..grow.len())]
+                };
                 sizes[i] += 1;
             }
         } else {
@@ -308,15 +328,20 @@ fn assign(internal: &[u64], sizes: &[usize], rng: &mut Pcg64Mcg) -> Result<Vec<u
 fn balance_internal_parity(members: &[Vec<VertexId>], degree: &[u64], internal: &mut [u64]) {
     for vs in members {
         let sum: u64 = vs.iter().map(|&v| internal[v as usize]).sum();
-        if sum % 2 == 0 {
+        if sum.is_multiple_of(2) {
             continue;
         }
         let size = vs.len() as u64;
-        let grow = vs.iter().find(|&&v| internal[v as usize] + 1 < size && internal[v as usize] < degree[v as usize]);
+        let grow = vs.iter().find(|&&v| {
+            internal[v as usize] + 1 < size && internal[v as usize] < degree[v as usize]
+        });
         match grow {
             Some(&v) => internal[v as usize] += 1,
             None => {
-                let &v = vs.iter().find(|&&v| internal[v as usize] > 0).expect("odd sum has a positive term");
+                let &v = vs
+                    .iter()
+                    .find(|&&v| internal[v as usize] > 0)
+                    .expect("odd sum has a positive term");
                 internal[v as usize] -= 1;
             }
         }
@@ -355,8 +380,13 @@ fn wire(
             }
             let j = rng.random_range(0..edges.len());
             let (c, d) = if rng.random() { edges[j] } else { (edges[j].1, edges[j].0) };
-            let ok = a != c && b != d && key(a, c) != key(b, d) && allowed(a, c) && allowed(b, d)
-                && !present.contains(&key(a, c)) && !present.contains(&key(b, d));
+            let ok = a != c
+                && b != d
+                && key(a, c) != key(b, d)
+                && allowed(a, c)
+                && allowed(b, d)
+                && !present.contains(&key(a, c))
+                && !present.contains(&key(b, d));
             if ok {
                 present.remove(&key(c, d));
                 present.insert(key(a, c));

@@ -33,7 +33,8 @@ impl Progress {
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})").expect("valid template"),
+            ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
+                .expect("valid template"),
         );
         bar.set_prefix(what.to_owned());
         bar.enable_steady_tick(std::time::Duration::from_millis(120));

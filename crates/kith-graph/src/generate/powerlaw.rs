@@ -35,7 +35,11 @@ impl PowerLaw {
             return lo;
         }
         let moment = |k: f64| {
-            if (k - a + 1.0).abs() < 1e-9 { hi.ln() - lo.ln() } else { (hi.powf(k - a + 1.0) - lo.powf(k - a + 1.0)) / (k - a + 1.0) }
+            if (k - a + 1.0).abs() < 1e-9 {
+                hi.ln() - lo.ln()
+            } else {
+                (hi.powf(k - a + 1.0) - lo.powf(k - a + 1.0)) / (k - a + 1.0)
+            }
         };
         moment(1.0) / moment(0.0)
     }
@@ -66,7 +70,8 @@ impl PowerLaw {
 /// assert!((fit_power_law_exponent(&data, 1, 1000) - 3.0).abs() < 0.05);
 /// ```
 pub fn fit_power_law_exponent(data: &[u64], min: u64, max: u64) -> f64 {
-    let kept: Vec<f64> = data.iter().filter(|&&k| k >= min && k <= max).map(|&k| k as f64).collect();
+    let kept: Vec<f64> =
+        data.iter().filter(|&&k| k >= min && k <= max).map(|&k| k as f64).collect();
     if kept.is_empty() || min == 0 {
         return f64::NAN;
     }

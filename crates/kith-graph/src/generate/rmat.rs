@@ -50,12 +50,17 @@ const BLOCK: u64 = 1 << 16;
 /// Fewer than 2 vertices, a non-positive mean degree, or probabilities that do not sum to 1.
 pub fn rmat(config: &RmatConfig) -> Result<Graph> {
     let n = config.nodes;
-    if n < 2 || n > crate::MAX_VERTICES {
-        return Err(Error::InvalidArgument(format!("R-MAT needs between 2 and {} nodes, got {n}", crate::MAX_VERTICES)));
+    if !(2..=crate::MAX_VERTICES).contains(&n) {
+        return Err(Error::InvalidArgument(format!(
+            "R-MAT needs between 2 and {} nodes, got {n}",
+            crate::MAX_VERTICES
+        )));
     }
     let p = config.probabilities;
     if p.iter().any(|&x| x < 0.0) || (p.iter().sum::<f64>() - 1.0).abs() > 1e-9 {
-        return Err(Error::InvalidArgument(format!("R-MAT probabilities must be >= 0 and sum to 1, got {p:?}")));
+        return Err(Error::InvalidArgument(format!(
+            "R-MAT probabilities must be >= 0 and sum to 1, got {p:?}"
+        )));
     }
     if config.avg_degree <= 0.0 {
         return Err(Error::InvalidArgument("--avg-degree must be positive".into()));
@@ -77,7 +82,15 @@ pub fn rmat(config: &RmatConfig) -> Result<Graph> {
                 let (mut u, mut v) = (0usize, 0usize);
                 for _ in 0..scale {
                     let r: f64 = rng.random();
-                    let (bu, bv) = if r < p[0] { (0, 0) } else if r < ab { (0, 1) } else if r < abc { (1, 0) } else { (1, 1) };
+                    let (bu, bv) = if r < p[0] {
+                        (0, 0)
+                    } else if r < ab {
+                        (0, 1)
+                    } else if r < abc {
+                        (1, 0)
+                    } else {
+                        (1, 1)
+                    };
                     u = (u << 1) | bu;
                     v = (v << 1) | bv;
                 }

@@ -26,7 +26,10 @@ pub(crate) fn zip_member<R: Read + Seek>(
     let name = match member {
         Some(m) if files.iter().any(|f| f == m) => m.to_owned(),
         Some(m) => {
-            return Err(Error::input(path, format!("no member {m:?} in the archive; it holds {}", listing())));
+            return Err(Error::input(
+                path,
+                format!("no member {m:?} in the archive; it holds {}", listing()),
+            ));
         }
         None => {
             let looks_like_edges = |n: &&String| {
@@ -58,9 +61,9 @@ pub(crate) fn zip_member<R: Read + Seek>(
         .map_err(|e| Error::input(&label, format!("cannot extract: {e}")))?;
     if name.to_ascii_lowercase().ends_with(".gz") {
         let mut plain = Vec::new();
-        MultiGzDecoder::new(bytes.as_slice())
-            .read_to_end(&mut plain)
-            .map_err(|e| Error::input(&label, format!("compressed stream is truncated or corrupt: {e}")))?;
+        MultiGzDecoder::new(bytes.as_slice()).read_to_end(&mut plain).map_err(|e| {
+            Error::input(&label, format!("compressed stream is truncated or corrupt: {e}"))
+        })?;
         bytes = plain;
     }
     Ok((bytes, name))
@@ -74,10 +77,11 @@ pub(crate) fn ego_networks(reader: Box<dyn BufRead + Send>, name: &Path) -> Resu
     let mut tar = tar::Archive::new(reader);
     let mut raw = RawEdges::default();
     let mut egos = 0;
-    let entries = tar.entries().map_err(|e| Error::input(name, format!("not a tar archive: {e}")))?;
+    let entries =
+        tar.entries().map_err(|e| Error::input(name, format!("not a tar archive: {e}")))?;
     for entry in entries {
-        let mut entry =
-            entry.map_err(|e| Error::input(name, format!("archive is truncated or corrupt: {e}")))?;
+        let mut entry = entry
+            .map_err(|e| Error::input(name, format!("archive is truncated or corrupt: {e}")))?;
         let member = entry.path().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         let base = member.rsplit('/').next().unwrap_or(&member).to_owned();
         let Some((stem, kind)) = base.rsplit_once('.') else { continue };
@@ -86,7 +90,10 @@ pub(crate) fn ego_networks(reader: Box<dyn BufRead + Send>, name: &Path) -> Resu
         }
         let label = PathBuf::from(format!("{}:{member}", name.display()));
         let ego: u64 = stem.parse().map_err(|_| {
-            Error::input(&label, "ego-network members must be named <ego id>.edges or <ego id>.feat")
+            Error::input(
+                &label,
+                "ego-network members must be named <ego id>.edges or <ego id>.feat",
+            )
         })?;
         let mut bytes = Vec::new();
         entry
@@ -94,17 +101,23 @@ pub(crate) fn ego_networks(reader: Box<dyn BufRead + Send>, name: &Path) -> Resu
             .map_err(|e| Error::input(&label, format!("archive is truncated or corrupt: {e}")))?;
         if kind == "edges" {
             egos += 1;
-            let outcome = parse_lines(&bytes, 1, Separator::Whitespace, None, &mut raw.pairs)
-                .map_err(|e| Error::Parse { path: label.clone(), line: e.line, message: e.message })?;
+            let outcome =
+                parse_lines(&bytes, 1, Separator::Whitespace, None, &mut raw.pairs).map_err(
+                    |e| Error::Parse { path: label.clone(), line: e.line, message: e.message },
+                )?;
             raw.data_lines += outcome.data_lines;
         } else {
             for (i, line) in bytes.split(|&c| c == b'\n').enumerate() {
                 // A feature line is the member's id followed by 0/1 features; only the id matters.
-                let Some(first) = line.split(u8::is_ascii_whitespace).find(|t| !t.is_empty()) else {
+                let Some(first) = line.split(u8::is_ascii_whitespace).find(|t| !t.is_empty())
+                else {
                     continue;
                 };
-                let id = parse_one_id(first)
-                    .map_err(|message| Error::Parse { path: label.clone(), line: i as u64 + 1, message })?;
+                let id = parse_one_id(first).map_err(|message| Error::Parse {
+                    path: label.clone(),
+                    line: i as u64 + 1,
+                    message,
+                })?;
                 raw.pairs.push((ego, id));
                 raw.data_lines += 1;
             }

@@ -15,13 +15,13 @@ pub const MAX_VERTICES: usize = u32::MAX as usize;
 pub(crate) fn densify(pairs: Vec<(u64, u64)>, directed: bool) -> Result<Graph, String> {
     let max_id = pairs.par_iter().map(|&(a, b)| a.max(b)).max().unwrap_or(0);
     let table_limit = (pairs.len() as u64).saturating_mul(4).saturating_add(1 << 16);
-    let (ids, edges) = if max_id < table_limit {
-        by_table(&pairs, max_id as usize)
-    } else {
-        by_search(&pairs)
-    };
+    let (ids, edges) =
+        if max_id < table_limit { by_table(&pairs, max_id as usize) } else { by_search(&pairs) };
     if ids.len() > MAX_VERTICES {
-        return Err(format!("{} distinct ids; kith supports at most {MAX_VERTICES} vertices", ids.len()));
+        return Err(format!(
+            "{} distinct ids; kith supports at most {MAX_VERTICES} vertices",
+            ids.len()
+        ));
     }
     drop(pairs);
     Ok(Graph::from_edges(ids, directed, edges))

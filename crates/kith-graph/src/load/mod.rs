@@ -71,7 +71,10 @@ impl FromStr for Format {
     fn from_str(s: &str) -> Result<Format> {
         Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
             let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-            Error::InvalidArgument(format!("unknown format {s:?}; expected one of {}", names.join(", ")))
+            Error::InvalidArgument(format!(
+                "unknown format {s:?}; expected one of {}",
+                names.join(", ")
+            ))
         })
     }
 }
@@ -124,7 +127,8 @@ pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
     let counted = Counting { inner: file, bar: bar.clone() };
     let raw = if magic.starts_with(b"PK\x03\x04") {
         let (bytes, name) = archive::zip_member(counted, path, config.member.as_deref())?;
-        let format = config.format.or_else(|| format_from_name(&name)).unwrap_or_else(|| sniff(&bytes));
+        let format =
+            config.format.or_else(|| format_from_name(&name)).unwrap_or_else(|| sniff(&bytes));
         let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(bytes));
         let label = PathBuf::from(format!("{}:{name}", path.display()));
         parse(reader, &label, format, false)?
@@ -132,20 +136,28 @@ pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
         let compressed = magic.starts_with(&[0x1f, 0x8b]);
         let stream: Box<dyn Read + Send> =
             if compressed { Box::new(MultiGzDecoder::new(counted)) } else { Box::new(counted) };
-        let mut reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 18, stream));
+        let mut reader: Box<dyn BufRead + Send> =
+            Box::new(BufReader::with_capacity(1 << 18, stream));
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let format = match config.format.or_else(|| format_from_name(&name)) {
             Some(f) => f,
             None => {
                 let head = reader.fill_buf().map_err(|e| Error::io(path, e))?;
-                if head.len() > 262 && &head[257..262] == b"ustar" { Format::SnapEgo } else { sniff(head) }
+                if head.len() > 262 && &head[257..262] == b"ustar" {
+                    Format::SnapEgo
+                } else {
+                    sniff(head)
+                }
             }
         };
         parse(reader, path, format, compressed)?
     };
     bar.finish_and_clear();
     if raw.pairs.is_empty() {
-        return Err(Error::input(path, "no edges found (the file has only comments or blank lines)"));
+        return Err(Error::input(
+            path,
+            "no edges found (the file has only comments or blank lines)",
+        ));
     }
     densify(raw.pairs, config.directed).map_err(|message| Error::input(path, message))
 }
@@ -235,9 +247,11 @@ fn progress_bar(show: bool, len: u64, path: &Path) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     bar.set_message(format!("reading {}", path.display()));
     bar

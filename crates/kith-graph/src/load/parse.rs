@@ -47,7 +47,9 @@ pub(crate) fn parse_lines(
         let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
         let line = &rest[..end];
         rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
-        if let Some(pair) = parse_line(line, sep).map_err(|message| LineError { line: line_no, message })? {
+        if let Some(pair) =
+            parse_line(line, sep).map_err(|message| LineError { line: line_no, message })?
+        {
             if let Some(b) = bounds {
                 for id in [pair.0, pair.1] {
                     if id < b.min || id > b.max {
@@ -107,10 +109,8 @@ impl<'a> Iterator for Fields<'a> {
                 let field = &self.rest[..end.unwrap_or(self.rest.len())];
                 self.rest = end.map_or(&[][..], |e| &self.rest[e + 1..]);
                 let field = trim(field);
-                let field = field
-                    .strip_prefix(b"\"")
-                    .and_then(|f| f.strip_suffix(b"\""))
-                    .unwrap_or(field);
+                let field =
+                    field.strip_prefix(b"\"").and_then(|f| f.strip_suffix(b"\"")).unwrap_or(field);
                 Some(field)
             }
         }

@@ -182,19 +182,26 @@ fn parse_body(
                 })
             })
             .collect();
-        let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("parser panicked")).collect();
+        let results: Vec<_> =
+            handles.into_iter().map(|h| h.join().expect("parser panicked")).collect();
         let read_result = reader_thread.join().expect("reader panicked");
         let mut first_error: Option<LineError> = None;
         let mut parts = Vec::with_capacity(results.len());
         for r in results {
             match r {
                 Ok(raw) => parts.push(raw),
-                Err(e) if first_error.as_ref().is_none_or(|f| e.line < f.line) => first_error = Some(e),
+                Err(e) if first_error.as_ref().is_none_or(|f| e.line < f.line) => {
+                    first_error = Some(e)
+                }
                 Err(_) => {}
             }
         }
         if let Some(e) = first_error {
-            return Err(Error::Parse { path: name.to_path_buf(), line: e.line, message: e.message });
+            return Err(Error::Parse {
+                path: name.to_path_buf(),
+                line: e.line,
+                message: e.message,
+            });
         }
         if let Err((e, line)) = read_result {
             return Err(read_error(name, e, line, compressed));
@@ -262,7 +269,8 @@ fn chunk_lines(
 
 fn read_error(name: &Path, e: std::io::Error, complete_lines: u64, compressed: bool) -> Error {
     use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
-    let at = if complete_lines > 0 { format!(" after line {complete_lines}") } else { String::new() };
+    let at =
+        if complete_lines > 0 { format!(" after line {complete_lines}") } else { String::new() };
     if compressed && matches!(e.kind(), UnexpectedEof | InvalidInput | InvalidData) {
         Error::input(name, format!("compressed stream is truncated or corrupt{at}: {e}"))
     } else {

@@ -95,17 +95,29 @@ fn graph(args: GraphBenchArgs) -> Result<()> {
     let datasets = args.datasets.clone().unwrap_or_else(datasets_dir);
     let slashdot = datasets.join("soc-Slashdot0902.txt.gz");
     if !slashdot.is_file() {
-        bail!("{}: not found; point --datasets or KITH_DATASETS at shared/datasets", slashdot.display());
+        bail!(
+            "{}: not found; point --datasets or KITH_DATASETS at shared/datasets",
+            slashdot.display()
+        );
     }
 
     let mut generation = Vec::new();
     let rmat_nodes = (args.edges * 2 / 32).max(2);
     let rmat_path = tmp.path().join("rmat.txt.gz");
     eprintln!("generating R-MAT with {} drawn edges as a gzip edge list", args.edges);
-    let run = median_child(args.repeat, &[
-        "graph", "generate", "--model", "rmat", "--nodes", &rmat_nodes.to_string(),
-        "-o", path_str(&rmat_path)?,
-    ])?;
+    let run = median_child(
+        args.repeat,
+        &[
+            "graph",
+            "generate",
+            "--model",
+            "rmat",
+            "--nodes",
+            &rmat_nodes.to_string(),
+            "-o",
+            path_str(&rmat_path)?,
+        ],
+    )?;
     let rmat_graph = kith_graph::load(&rmat_path, &LoadConfig::default())?;
     generation.push(GenerationCase {
         model: "rmat",
@@ -118,10 +130,21 @@ fn graph(args: GraphBenchArgs) -> Result<()> {
 
     let lfr_path = tmp.path().join("lfr.kgraph");
     eprintln!("generating LFR with {} nodes", args.lfr_nodes);
-    let run = median_child(args.repeat, &[
-        "graph", "generate", "--model", "lfr", "--nodes", &args.lfr_nodes.to_string(),
-        "--avg-degree", "20", "-o", path_str(&lfr_path)?,
-    ])?;
+    let run = median_child(
+        args.repeat,
+        &[
+            "graph",
+            "generate",
+            "--model",
+            "lfr",
+            "--nodes",
+            &args.lfr_nodes.to_string(),
+            "--avg-degree",
+            "20",
+            "-o",
+            path_str(&lfr_path)?,
+        ],
+    )?;
     let lfr_graph = kith_graph::load(&lfr_path, &LoadConfig::default())?;
     generation.push(GenerationCase {
         model: "lfr",
@@ -151,7 +174,8 @@ fn graph(args: GraphBenchArgs) -> Result<()> {
         PathBuf::from(format!("bench/results/graph-{}.json", &report.date[..10]))
     });
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
     }
     std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("{}: cannot write", out.display()))?;
@@ -201,7 +225,10 @@ fn median_child(repeat: usize, args: &[&str]) -> Result<ChildRun> {
 }
 
 /// Loads `repeat` times in this process: the median time and the last graph.
-fn median_load(repeat: usize, load: impl Fn() -> kith_graph::Result<Graph>) -> Result<(f64, Graph)> {
+fn median_load(
+    repeat: usize,
+    load: impl Fn() -> kith_graph::Result<Graph>,
+) -> Result<(f64, Graph)> {
     let mut times = Vec::new();
     let mut graph = None;
     for _ in 0..repeat {
@@ -223,15 +250,30 @@ fn path_str(path: &Path) -> Result<&str> {
 }
 
 fn print_summary(report: &GraphBench) {
-    println!("{:<26}{:>12}{:>14}{:>12}{:>12}{:>10}  verification", "import", "lines", "lines/s", "process s", "kgraph s", "speedup");
+    println!(
+        "{:<26}{:>12}{:>14}{:>12}{:>12}{:>10}  verification",
+        "import", "lines", "lines/s", "process s", "kgraph s", "speedup"
+    );
     for c in &report.import {
         println!(
             "{:<26}{:>12}{:>14.0}{:>12.2}{:>12.3}{:>9.1}x  {}",
-            c.input, c.lines, c.import_lines_per_s, c.import_process_s, c.kgraph_load_s, c.kgraph_speedup_vs_import, c.verification
+            c.input,
+            c.lines,
+            c.import_lines_per_s,
+            c.import_process_s,
+            c.kgraph_load_s,
+            c.kgraph_speedup_vs_import,
+            c.verification
         );
     }
-    println!("{:<26}{:>12}{:>14}{:>12}{:>12}", "generation", "nodes", "edges", "seconds", "peak MB");
+    println!(
+        "{:<26}{:>12}{:>14}{:>12}{:>12}",
+        "generation", "nodes", "edges", "seconds", "peak MB"
+    );
     for g in &report.generation {
-        println!("{:<26}{:>12}{:>14}{:>12.2}{:>12.0}", g.model, g.nodes, g.edges, g.seconds, g.peak_rss_mb);
+        println!(
+            "{:<26}{:>12}{:>14}{:>12.2}{:>12.0}",
+            g.model, g.nodes, g.edges, g.seconds, g.peak_rss_mb
+        );
     }
 }

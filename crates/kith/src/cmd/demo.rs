@@ -30,15 +30,20 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
     let dir = args.keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
 
-    println!("kith demo: a seeded LFR social graph with {} users (seed {})\n", args.nodes, args.seed);
+    println!(
+        "kith demo: a seeded LFR social graph with {} users (seed {})\n",
+        args.nodes, args.seed
+    );
     let start = Instant::now();
-    let config = LfrConfig { nodes: args.nodes, seed: args.seed, progress: true, ..Default::default() };
+    let config =
+        LfrConfig { nodes: args.nodes, seed: args.seed, progress: true, ..Default::default() };
     let generated = lfr(&config)?;
     let generate_s = start.elapsed().as_secs_f64();
     let graph = &generated.graph;
     print!("{}", stats_table(&kith_graph::stats(graph)));
 
-    let degrees: Vec<u64> = (0..graph.num_nodes() as VertexId).map(|v| graph.degree(v) as u64).collect();
+    let degrees: Vec<u64> =
+        (0..graph.num_nodes() as VertexId).map(|v| graph.degree(v) as u64).collect();
     let law = generated.degree_law;
     let fitted = fit_power_law_exponent(&degrees, law.min.ceil() as u64 + 1, law.max as u64);
     println!(

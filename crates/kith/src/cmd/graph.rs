@@ -138,7 +138,8 @@ pub(crate) fn stats_table(s: &GraphStats) -> String {
 }
 
 fn write_degrees(graph: &Graph, path: &Path) -> Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("{}: cannot create", path.display()))?;
     let mut w = std::io::BufWriter::new(file);
     writeln!(w, "id,degree")?;
     for v in 0..graph.num_nodes() as VertexId {
@@ -292,13 +293,18 @@ pub(crate) fn generate_graph(args: &GenerateArgs) -> Result<(GenerationReport, G
                 kith_graph::write_communities(path, &lfr.communities())?;
             }
             let law = lfr.degree_law;
-            let degrees: Vec<u64> =
-                (0..lfr.graph.num_nodes() as VertexId).map(|v| lfr.graph.degree(v) as u64).collect();
+            let degrees: Vec<u64> = (0..lfr.graph.num_nodes() as VertexId)
+                .map(|v| lfr.graph.degree(v) as u64)
+                .collect();
             let report = LfrReport {
                 mu_requested: config.mu,
                 mu_realized: lfr.realized_mu(),
                 tau1_requested: config.tau1,
-                tau1_fitted: fit_power_law_exponent(&degrees, law.min.ceil() as u64 + 1, law.max as u64),
+                tau1_fitted: fit_power_law_exponent(
+                    &degrees,
+                    law.min.ceil() as u64 + 1,
+                    law.max as u64,
+                ),
                 min_degree: law.min,
                 max_degree: law.max,
                 communities: lfr.communities().len(),
