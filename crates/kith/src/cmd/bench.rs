@@ -27,8 +27,9 @@ pub(crate) struct GraphBenchArgs {
     /// The real datasets (default: $KITH_DATASETS, else shared/datasets beside the checkout).
     #[arg(long)]
     datasets: Option<PathBuf>,
-    /// Edges drawn for the generated R-MAT graph that is written as a gzip edge list and
-    /// imported (Graph500 parameters, mean degree 32).
+    /// Edges drawn for the generated R-MAT graph (Graph500 parameters, mean degree 32); R-MAT
+    /// repeats some, which are merged. Each generated graph is also written as a gzip edge
+    /// list and imported.
     #[arg(long, default_value_t = 10_000_000)]
     edges: u64,
     /// Vertices of the LFR generation case (mean degree 20, so about 10 edges per vertex).
@@ -102,63 +103,37 @@ fn graph(args: GraphBenchArgs) -> Result<()> {
     }
 
     let mut generation = Vec::new();
-    let rmat_nodes = (args.edges * 2 / 32).max(2);
-    let rmat_path = tmp.path().join("rmat.txt.gz");
-    eprintln!("generating R-MAT with {} drawn edges as a gzip edge list", args.edges);
-    let run = median_child(
-        args.repeat,
-        &[
-            "graph",
-            "generate",
-            "--model",
-            "rmat",
-            "--nodes",
-            &rmat_nodes.to_string(),
-            "-o",
-            path_str(&rmat_path)?,
-        ],
-    )?;
-    let rmat_graph = kith_graph::load(&rmat_path, &LoadConfig::default())?;
-    generation.push(GenerationCase {
-        model: "rmat",
-        nodes: rmat_graph.num_nodes() as u64,
-        edges: rmat_graph.num_edges(),
-        seconds: run.seconds,
-        peak_rss_mb: run.peak_rss_mb,
-    });
-    drop(rmat_graph);
-
-    let lfr_path = tmp.path().join("lfr.kgraph");
-    eprintln!("generating LFR with {} nodes", args.lfr_nodes);
-    let run = median_child(
-        args.repeat,
-        &[
-            "graph",
-            "generate",
-            "--model",
-            "lfr",
-            "--nodes",
-            &args.lfr_nodes.to_string(),
-            "--avg-degree",
-            "20",
-            "-o",
-            path_str(&lfr_path)?,
-        ],
-    )?;
-    let lfr_graph = kith_graph::load(&lfr_path, &LoadConfig::default())?;
-    generation.push(GenerationCase {
-        model: "lfr",
-        nodes: lfr_graph.num_nodes() as u64,
-        edges: lfr_graph.num_edges(),
-        seconds: run.seconds,
-        peak_rss_mb: run.peak_rss_mb,
-    });
-    drop(lfr_graph);
-
     let mut import = Vec::new();
-    for (input, directed) in [(slashdot, true), (rmat_path, false)] {
-        eprintln!("importing {}", input.display());
-        import.push(import_case(&input, directed, tmp.path(), args.repeat)?);
+    eprintln!("importing {}", slashdot.display());
+    import.push(import_case(&slashdot, true, tmp.path(), args.repeat)?);
+
+    let rmat_nodes = (args.edges * 2 / 32).max(2).to_string();
+    let lfr_nodes = args.lfr_nodes.to_string();
+    let models: [(&'static str, Vec<&str>); 2] = [
+        ("lfr", vec!["--model", "lfr", "--nodes", &lfr_nodes, "--avg-degree", "20"]),
+        ("rmat", vec!["--model", "rmat", "--nodes", &rmat_nodes]),
+    ];
+    for (model, flags) in models {
+        eprintln!("generating {model} ({})", flags.join(" "));
+        let snapshot = tmp.path().join(format!("{model}.kgraph"));
+        let mut command = vec!["graph", "generate"];
+        command.extend(&flags);
+        command.extend(["-o", path_str(&snapshot)?]);
+        let run = median_child(args.repeat, &command)?;
+        let graph = kith_graph::load(&snapshot, &LoadConfig::default())?;
+        generation.push(GenerationCase {
+            model,
+            nodes: graph.num_nodes() as u64,
+            edges: graph.num_edges(),
+            seconds: run.seconds,
+            peak_rss_mb: run.peak_rss_mb,
+        });
+        // The generated graph as a gzip edge list, then imported like any dataset.
+        let text = tmp.path().join(format!("{model}.txt.gz"));
+        kith_graph::save(&graph, &text)?;
+        drop(graph);
+        eprintln!("importing {}", text.display());
+        import.push(import_case(&text, false, tmp.path(), args.repeat)?);
     }
 
     let report = GraphBench {
