@@ -10,30 +10,47 @@ use flate2::write::GzEncoder;
 
 use crate::{Error, Graph, Result, VertexId, snapshot};
 
-/// Saves `graph` to `path`: a `.kgraph` snapshot when the name ends in `.kgraph`, otherwise a
-/// SNAP edge list (gzip-compressed when the name ends in `.gz`) with original ids, each
-/// undirected edge written once.
+/// Saves `graph` to `path`, choosing the format by name: `.kgraph` writes a snapshot, `.csv`
+/// a CSV edge list with a `source,target` header, anything else a SNAP edge list. Text is
+/// gzip-compressed when the name ends in `.gz`, uses original ids, and lists each undirected
+/// edge once.
 ///
 /// # Errors
-/// Any I/O error, with the path.
+/// A MatrixMarket name (`.mtx`), which would need ids relabelled from 1; any I/O error, with
+/// the path.
 pub fn save(graph: &Graph, path: &Path) -> Result<()> {
-    if path.extension().is_some_and(|e| e == "kgraph") {
+    let name =
+        path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let stem = name.strip_suffix(".gz").unwrap_or(&name);
+    if stem.ends_with(".kgraph") {
         return snapshot::write(graph, path);
     }
+    if stem.ends_with(".mtx") {
+        return Err(Error::InvalidArgument(format!(
+            "{}: kith does not write MatrixMarket; use .kgraph, .txt or .csv",
+            path.display()
+        )));
+    }
+    let csv = stem.ends_with(".csv");
     write_text(path, |w| {
         let kind = if graph.is_directed() { "directed" } else { "undirected" };
-        writeln!(
-            w,
-            "# kith edge list: {kind}, {} nodes, {} edges",
-            graph.num_nodes(),
-            graph.num_edges()
-        )?;
-        writeln!(w, "# FromNodeId\tToNodeId")?;
+        if csv {
+            writeln!(w, "source,target")?;
+        } else {
+            writeln!(
+                w,
+                "# kith edge list: {kind}, {} nodes, {} edges",
+                graph.num_nodes(),
+                graph.num_edges()
+            )?;
+            writeln!(w, "# FromNodeId\tToNodeId")?;
+        }
+        let sep = if csv { ',' } else { '\t' };
         for u in 0..graph.num_nodes() as VertexId {
             let from = graph.original_id(u);
             for &v in graph.neighbors(u) {
                 if graph.is_directed() || u < v {
-                    writeln!(w, "{from}\t{}", graph.original_id(v))?;
+                    writeln!(w, "{from}{sep}{}", graph.original_id(v))?;
                 }
             }
         }
@@ -104,5 +121,43 @@ fn write_text(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<
         let mut file = file;
         body(&mut file).map_err(io)?;
         file.flush().map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{LoadConfig, load};
+
+    #[test]
+    fn every_text_format_reads_back_to_the_same_graph() -> Result<()> {
+        let dir = tempfile::tempdir().unwrap();
+        for directed in [false, true] {
+            let g = Graph::from_edges(
+                vec![0, 7, 9, 1 << 40],
+                directed,
+                vec![(0, 1), (1, 2), (3, 0), (2, 1)],
+            );
+            for name in ["g.txt", "g.txt.gz", "g.csv", "g.csv.gz", "g.kgraph", "g"] {
+                let path = dir.path().join(name);
+                save(&g, &path)?;
+                let back = load(&path, &LoadConfig { directed, ..Default::default() })?;
+                assert_eq!(back.original_ids(), g.original_ids(), "{name}");
+                assert_eq!(back.out_csr(), g.out_csr(), "{name}");
+            }
+        }
+        let g = Graph::from_edges(vec![0, 1], false, vec![(0, 1)]);
+        assert!(save(&g, &dir.path().join("g.mtx")).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn communities_round_trip() -> Result<()> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.cmty.txt.gz");
+        let communities = vec![vec![1, 5, 9], vec![2], vec![u64::MAX, 0]];
+        write_communities(&path, &communities)?;
+        assert_eq!(read_communities(&path)?, communities);
+        Ok(())
     }
 }

@@ -66,10 +66,17 @@ fn format_utc(secs: u64) -> String {
     )
 }
 
-/// The commit the benchmark was built from, if this is a git checkout.
+/// The commit the benchmark ran from, if this is a git checkout, marked `-dirty` when the work
+/// tree has uncommitted changes.
 pub(crate) fn git_commit() -> Option<String> {
-    let out = Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    let git = |args: &[&str]| {
+        let out = Command::new("git").args(args).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short", "HEAD"])?;
+    let dirty =
+        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(if dirty { format!("{commit}-dirty") } else { commit })
 }
 
 /// How long a child process ran and the most memory it held.

@@ -23,6 +23,11 @@ fn fails(args: &[&str]) -> String {
     stderr.trim_end().to_owned()
 }
 
+/// A command line split at spaces (test paths have none).
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 fn p(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
@@ -71,23 +76,9 @@ fn generate_writes_graph_communities_and_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("lfr.txt.gz");
     let cmty = dir.path().join("lfr.cmty.txt");
-    let report = json(&ok(&[
-        "graph",
-        "generate",
-        "--model",
-        "lfr",
-        "--nodes",
-        "3000",
-        "--mu",
-        "0.3",
-        "--seed",
-        "4",
-        "-o",
-        p(&out),
-        "--communities-out",
-        p(&cmty),
-        "--json",
-    ]));
+    let lfr = format!("graph generate --model lfr --nodes 3000 --mu 0.3 --seed 4 -o {}", p(&out));
+    let cmty_flag = format!("--communities-out {} --json", p(&cmty));
+    let report = json(&ok(&words(&format!("{lfr} {cmty_flag}"))));
     assert_eq!(report["model"], "lfr");
     assert_eq!(report["nodes"], 3000);
     let realised = report["lfr"]["mu_realized"].as_f64().unwrap();
@@ -100,20 +91,7 @@ fn generate_writes_graph_communities_and_report() {
 
     // The same seed gives the same bytes.
     let again = dir.path().join("again.txt.gz");
-    ok(&[
-        "graph",
-        "generate",
-        "--model",
-        "lfr",
-        "--nodes",
-        "3000",
-        "--mu",
-        "0.3",
-        "--seed",
-        "4",
-        "-o",
-        p(&again),
-    ]);
+    ok(&words(&lfr.replace(p(&out), p(&again))));
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
 
     for model in ["rmat", "ba"] {

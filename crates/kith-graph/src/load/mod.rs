@@ -112,7 +112,8 @@ pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
     file.rewind().map_err(|e| Error::io(path, e))?;
     let magic = &magic[..got];
 
-    if config.format == Some(Format::Kgraph) || magic.starts_with(snapshot::MAGIC) {
+    let snapshot_magic = magic.starts_with(snapshot::MAGIC);
+    if config.format == Some(Format::Kgraph) || (config.format.is_none() && snapshot_magic) {
         let graph = snapshot::read(path)?;
         if config.directed && !graph.is_directed() {
             return Err(Error::input(

@@ -68,7 +68,8 @@ fn format_parser() -> impl TypedValueParser<Value = Format> {
 pub(crate) struct ImportArgs {
     #[command(flatten)]
     input: GraphInput,
-    /// Output: a .kgraph snapshot, or an edge list (.txt, .txt.gz) for other tools.
+    /// Output: a .kgraph snapshot, or an edge list for other tools (.csv, or SNAP text such as
+    /// .txt; add .gz to compress).
     #[arg(short, long)]
     output: PathBuf,
 }
@@ -193,7 +194,8 @@ pub(crate) struct GenerateArgs {
     /// Random seed; the same seed gives the same graph.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Output: a .kgraph snapshot, or an edge list (.txt, .txt.gz).
+    /// Output: a .kgraph snapshot, or an edge list (.csv, or SNAP text such as .txt; .gz
+    /// compresses).
     #[arg(short, long)]
     output: PathBuf,
     /// LFR: write the planted communities here (SNAP .cmty.txt format: one per line).
