@@ -138,6 +138,8 @@ fn zip_member_is_picked_or_named() -> Result<()> {
     assert_eq!(load(&path, &named)?.num_edges(), 2);
     let missing = LoadConfig { member: Some("nope".into()), ..Default::default() };
     assert!(error(&path, &missing).contains("no member \"nope\""));
+    let plain = write(dir.path(), "plain.txt", b"1 2\n");
+    assert!(error(&plain, &named).contains("not a zip archive"));
     Ok(())
 }
 
@@ -243,5 +245,43 @@ fn damaged_snapshots_are_refused() -> Result<()> {
     std::fs::write(&path, &good).unwrap();
     let directed = LoadConfig { directed: true, ..Default::default() };
     assert!(error(&path, &directed).contains("undirected graph"));
+    Ok(())
+}
+
+/// A large file with every quirk mixed in, cut into many chunks by the parallel reader, gives
+/// the graph a naive line-by-line parse gives.
+#[test]
+fn chunked_parallel_parse_equals_naive_parse() -> Result<()> {
+    let mut text = Vec::new();
+    let mut want = std::collections::BTreeSet::new();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in 0..1_200_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let (u, v) = (x % 50_000, (x >> 20) % 50_000);
+        match i % 97 {
+            0 => text.extend_from_slice(b"# a comment line\n"),
+            1 => text.extend_from_slice(b"\r\n"),
+            _ => {}
+        }
+        let line = match i % 3 {
+            0 => format!("{u}\t{v}\r\n"),
+            1 => format!("  {u} {v} 1 1234567\n"),
+            _ => format!("{u}\t{v}  \n"),
+        };
+        text.extend_from_slice(line.as_bytes());
+        if u != v {
+            want.insert((u.min(v), u.max(v)));
+        }
+    }
+    assert!(text.len() > 12 << 20, "several 4 MiB chunks");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["big.txt", "big.txt.gz"] {
+        let bytes = if name.ends_with(".gz") { gzip(&text) } else { text.clone() };
+        let g = undirected(&write(dir.path(), name, &bytes))?;
+        let got: std::collections::BTreeSet<(u64, u64)> = edges(&g).into_iter().collect();
+        assert_eq!(got, want, "{name}");
+    }
     Ok(())
 }

@@ -126,7 +126,14 @@ pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
 
     let bar = progress_bar(config.progress, len, path);
     let counted = Counting { inner: file, bar: bar.clone() };
-    let raw = if magic.starts_with(b"PK\x03\x04") {
+    let zipped = magic.starts_with(b"PK\x03\x04");
+    if let (Some(member), false) = (&config.member, zipped) {
+        return Err(Error::input(
+            path,
+            format!("not a zip archive, so there is no member {member:?} to read"),
+        ));
+    }
+    let raw = if zipped {
         let (bytes, name) = archive::zip_member(counted, path, config.member.as_deref())?;
         let format =
             config.format.or_else(|| format_from_name(&name)).unwrap_or_else(|| sniff(&bytes));
@@ -153,14 +160,18 @@ pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
         };
         parse(reader, path, format, compressed)?
     };
-    bar.finish_and_clear();
     if raw.pairs.is_empty() {
+        bar.finish_and_clear();
         return Err(Error::input(
             path,
             "no edges found (the file has only comments or blank lines)",
         ));
     }
-    densify(raw.pairs, config.directed).map_err(|message| Error::input(path, message))
+    bar.set_message(format!("building the graph from {} edge lines", raw.pairs.len()));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let graph = densify(raw.pairs, config.directed).map_err(|message| Error::input(path, message));
+    bar.finish_and_clear();
+    graph
 }
 
 fn parse(

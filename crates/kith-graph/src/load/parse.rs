@@ -164,7 +164,10 @@ fn parse_id(field: &[u8]) -> Result<u64, IdError> {
         .ok_or(IdError::TooLarge)
 }
 
+/// Strips white space and a UTF-8 byte-order mark (which Windows tools put before the first
+/// line).
 fn trim(line: &[u8]) -> &[u8] {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let is_space = |c: &u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
     let start = line.iter().position(|c| !is_space(c)).unwrap_or(line.len());
     let end = line.iter().rposition(|c| !is_space(c)).map_or(start, |e| e + 1);
@@ -199,6 +202,7 @@ mod tests {
         assert_eq!(ws("# comment"), Ok(None));
         assert_eq!(ws("% comment"), Ok(None));
         assert_eq!(ws("\r"), Ok(None));
+        assert_eq!(ws("\u{feff}9 10"), Ok(Some((9, 10))));
         assert_eq!(ws(&format!("0 {}", u64::MAX)), Ok(Some((0, u64::MAX))));
     }
 
