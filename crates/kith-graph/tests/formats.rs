@@ -285,3 +285,17 @@ fn chunked_parallel_parse_equals_naive_parse() -> Result<()> {
     }
     Ok(())
 }
+
+/// Every chunk bad: all parser threads fail at once, and the load still ends with the first
+/// bad line rather than hanging.
+#[test]
+fn errors_in_every_chunk_end_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: Vec<u8> = (0..2_000_000).flat_map(|i| format!("{i} x\n").into_bytes()).collect();
+    let path = write(dir.path(), "garbage.txt", &text);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(error(&path, &LoadConfig::default())));
+    let message = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("load hung");
+    assert!(message.contains("garbage.txt:"), "{message}");
+    assert!(message.contains("expected two integer ids"), "{message}");
+}

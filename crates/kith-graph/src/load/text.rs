@@ -168,17 +168,24 @@ fn parse_body(
             .map(|_| {
                 scope.spawn(|| -> Result<RawEdges, LineError> {
                     let mut raw = RawEdges::default();
+                    let mut error = None;
                     loop {
                         let next = rx.lock().map(|r| r.recv()).ok().and_then(|r| r.ok());
-                        let Some((chunk, line)) = next else { return Ok(raw) };
+                        let Some((chunk, line)) = next else { break };
+                        if error.is_some() {
+                            // Keep draining so the reader is never left blocked on a full
+                            // channel; it stops soon after seeing `failed`.
+                            continue;
+                        }
                         match parse_lines(&chunk, line, sep, bounds, &mut raw.pairs) {
                             Ok(outcome) => raw.data_lines += outcome.data_lines,
                             Err(e) => {
                                 failed.store(true, Ordering::Relaxed);
-                                return Err(e);
+                                error = Some(e);
                             }
                         }
                     }
+                    error.map_or(Ok(raw), Err)
                 })
             })
             .collect();
