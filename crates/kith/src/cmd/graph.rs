@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 use kith_graph::generate::{BaConfig, LfrConfig, RmatConfig, fit_power_law_exponent};
-use kith_graph::{Format, Graph, GraphStats, LoadConfig, VertexId};
+use kith_graph::{DegreeSummary, Format, Graph, GraphStats, LoadConfig, VertexId};
 use serde::Serialize;
 
 #[derive(Debug, Subcommand)]
@@ -119,23 +119,26 @@ fn stats(args: StatsArgs) -> Result<()> {
 }
 
 pub(crate) fn stats_table(s: &GraphStats) -> String {
-    let d = &s.degree;
-    let mut t = String::new();
-    let mut row = |k: &str, v: String| t.push_str(&format!("{k:<20}{v}\n"));
-    row("nodes", s.nodes.to_string());
-    row("edges", format!("{}{}", s.edges, if s.directed { " (directed)" } else { "" }));
-    row("self-loops dropped", s.self_loops_dropped.to_string());
-    row("duplicates merged", s.duplicates_merged.to_string());
-    row(
-        "degree",
+    let summary = |d: &DegreeSummary| {
         format!(
             "min {}, median {}, mean {:.2}, p90 {}, p99 {}, max {}",
             d.min, d.median, d.mean, d.p90, d.p99, d.max
-        ),
-    );
-    let kind = if s.directed { "weakly connected components" } else { "components" };
-    row(kind, format!("{} (largest: {} nodes)", s.components, s.largest_component));
-    t
+        )
+    };
+    let mut rows = vec![
+        ("nodes", s.nodes.to_string()),
+        ("edges", format!("{}{}", s.edges, if s.directed { " (directed)" } else { "" })),
+        ("self-loops dropped", s.self_loops_dropped.to_string()),
+        ("duplicates merged", s.duplicates_merged.to_string()),
+        ("degree", summary(&s.degree)),
+    ];
+    if let (Some(out), Some(inc)) = (&s.out_degree, &s.in_degree) {
+        rows.push(("out-degree", summary(out)));
+        rows.push(("in-degree", summary(inc)));
+    }
+    let kind = if s.directed { "weak components" } else { "components" };
+    rows.push((kind, format!("{} (largest: {} nodes)", s.components, s.largest_component)));
+    rows.iter().map(|(k, v)| format!("{k:<20}{v}\n")).collect()
 }
 
 fn write_degrees(graph: &Graph, path: &Path) -> Result<()> {
