@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use kith_graph::{Graph, LoadConfig};
+use kith_graph::{Graph, LoadConfig, WeightModel};
 use serde::Serialize;
 
 use crate::machine::{ChildRun, Machine, datasets_dir, git_commit, run_self, utc_now};
@@ -52,6 +52,17 @@ struct GraphBench {
     repeat: usize,
     import: Vec<ImportCase>,
     generation: Vec<GenerationCase>,
+    weights: Vec<WeightCase>,
+}
+
+/// Computing one edge-weight model over every adjacency entry of a generated graph.
+#[derive(Debug, Serialize)]
+struct WeightCase {
+    graph: &'static str,
+    model: &'static str,
+    edges: u64,
+    seconds: f64,
+    edges_per_s: f64,
 }
 
 /// One edge list: imported by a whole `kith graph import` process, loaded as text in process,
@@ -113,23 +124,40 @@ fn graph(args: GraphBenchArgs) -> Result<()> {
         ("lfr", vec!["--model", "lfr", "--nodes", &lfr_nodes, "--avg-degree", "20"]),
         ("rmat", vec!["--model", "rmat", "--nodes", &rmat_nodes]),
     ];
-    for (model, flags) in models {
-        eprintln!("generating {model} ({})", flags.join(" "));
-        let snapshot = tmp.path().join(format!("{model}.kgraph"));
+    let mut weights = Vec::new();
+    for (name, flags) in models {
+        eprintln!("generating {name} ({})", flags.join(" "));
+        let snapshot = tmp.path().join(format!("{name}.kgraph"));
         let mut command = vec!["graph", "generate"];
         command.extend(&flags);
         command.extend(["-o", path_str(&snapshot)?]);
         let run = median_child(args.repeat, &command)?;
         let graph = kith_graph::load(&snapshot, &LoadConfig::default())?;
         generation.push(GenerationCase {
-            model,
+            model: name,
             nodes: graph.num_nodes() as u64,
             edges: graph.num_edges(),
             seconds: run.seconds,
             peak_rss_mb: run.peak_rss_mb,
         });
+        for weight_model in WeightModel::ALL {
+            let mut times = Vec::with_capacity(args.repeat);
+            for _ in 0..args.repeat {
+                let start = Instant::now();
+                std::hint::black_box(kith_graph::edge_weights(&graph, weight_model)?);
+                times.push(start.elapsed().as_secs_f64());
+            }
+            let seconds = median(&mut times);
+            weights.push(WeightCase {
+                graph: name,
+                model: weight_model.name(),
+                edges: graph.num_edges(),
+                seconds,
+                edges_per_s: graph.num_edges() as f64 / seconds,
+            });
+        }
         // The generated graph as a gzip edge list, then imported like any dataset.
-        let text = tmp.path().join(format!("{model}.txt.gz"));
+        let text = tmp.path().join(format!("{name}.txt.gz"));
         kith_graph::save(&graph, &text)?;
         drop(graph);
         eprintln!("importing {}", text.display());
@@ -144,6 +172,7 @@ fn graph(args: GraphBenchArgs) -> Result<()> {
         repeat: args.repeat,
         import,
         generation,
+        weights,
     };
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from(format!("bench/results/graph-{}.json", &report.date[..10]))
@@ -250,5 +279,9 @@ fn print_summary(report: &GraphBench) {
             "{:<26}{:>12}{:>14}{:>12.2}{:>12.0}",
             g.model, g.nodes, g.edges, g.seconds, g.peak_rss_mb
         );
+    }
+    println!("{:<26}{:>12}{:>14}{:>12}", "edge weights", "model", "edges/s", "seconds");
+    for w in &report.weights {
+        println!("{:<26}{:>12}{:>14.0}{:>12.3}", w.graph, w.model, w.edges_per_s, w.seconds);
     }
 }
