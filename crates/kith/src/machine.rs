@@ -86,43 +86,52 @@ pub(crate) struct ChildRun {
     pub peak_rss_mb: f64,
 }
 
-/// Runs this executable with `args`, waiting for it with `wait4` to learn its peak resident
-/// memory. Fails if the child fails, with its stderr.
+/// The environment variable through which a benchmarked `kith` process reports its peak
+/// resident memory: the path of a file to write it to, in KiB.
+///
+/// The peak has to come from the child itself: `ru_maxrss` from `wait4` also counts the
+/// parent's memory, because the kernel records the high-water mark of the address space the
+/// child had before `exec`, which a `vfork`-style spawn shares with the parent.
+const PEAK_RSS_ENV: &str = "KITH_PEAK_RSS_OUT";
+
+/// Called by `main` on the way out: writes this process's peak resident memory (`VmHWM`) where
+/// `KITH_PEAK_RSS_OUT` says, if it is set.
+pub(crate) fn report_peak_rss() {
+    let Some(path) = std::env::var_os(PEAK_RSS_ENV) else { return };
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or("0");
+    // Best effort: a benchmark that cannot read the file reports the failure itself.
+    let _ = std::fs::write(path, kib);
+}
+
+/// Runs this executable with `args` and returns its wall time and peak memory. Fails if the
+/// child fails, with its stderr.
 pub(crate) fn run_self(args: &[&str]) -> Result<ChildRun> {
     let exe = std::env::current_exe().context("cannot locate the kith executable")?;
     let stderr = tempfile::NamedTempFile::new()?;
+    let peak = tempfile::NamedTempFile::new()?;
     let start = Instant::now();
-    let child = Command::new(&exe)
+    let status = Command::new(&exe)
         .args(args)
+        .env(PEAK_RSS_ENV, peak.path())
         .stdout(std::process::Stdio::null())
         .stderr(stderr.reopen()?)
-        .spawn()
+        .status()
         .with_context(|| format!("cannot start {}", exe.display()))?;
-    let (status, rusage) = wait4(child.id())?;
     let seconds = start.elapsed().as_secs_f64();
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+    if !status.success() {
         let message = std::fs::read_to_string(stderr.path()).unwrap_or_default();
         bail!("`kith {}` failed: {}", args.join(" "), message.trim());
     }
-    // Linux reports ru_maxrss in KiB.
-    Ok(ChildRun { seconds, peak_rss_mb: rusage.ru_maxrss as f64 / 1024.0 })
-}
-
-fn wait4(pid: u32) -> Result<(i32, libc::rusage)> {
-    let mut status = 0;
-    // SAFETY: `rusage` is plain old data that wait4 fills in; zeroed is a valid value for it.
-    let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: both pointers refer to live, writable locals of the right types.
-        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut rusage) };
-        if r == pid as libc::pid_t {
-            return Ok((status, rusage));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err).context("waiting for a child process");
-        }
-    }
+    let kib: f64 = std::fs::read_to_string(peak.path())?
+        .trim()
+        .parse()
+        .context("the child did not report its peak memory")?;
+    Ok(ChildRun { seconds, peak_rss_mb: kib / 1024.0 })
 }
 
 /// The datasets directory: `$KITH_DATASETS`, else `shared/datasets` beside the checkout.

@@ -37,6 +37,7 @@ fn main() -> ExitCode {
         Command::Bench(c) => cmd::bench::run(c),
         Command::Demo(a) => cmd::demo::run(a),
     };
+    machine::report_peak_rss();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
