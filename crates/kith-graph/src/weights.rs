@@ -166,21 +166,13 @@ fn common_neighbours(graph: &Graph) -> CommonNeighbours {
         for (i, &v) in nu.iter().enumerate() {
             let (vs, _) = forward.range(v);
             let nv = forward.neighbors(v);
-            let (mut a, mut b, mut found) = (0, 0, 0);
-            while a < nu.len() && b < nv.len() {
-                match nu[a].cmp(&nv[b]) {
-                    std::cmp::Ordering::Less => a += 1,
-                    std::cmp::Ordering::Greater => b += 1,
-                    std::cmp::Ordering::Equal => {
-                        // Triangle u, v, w = nu[a]: credit u–w and v–w here, u–v below.
-                        bump(us + a, 1);
-                        bump(vs + b, 1);
-                        found += 1;
-                        a += 1;
-                        b += 1;
-                    }
-                }
-            }
+            let mut found = 0;
+            for_each_common(nu, nv, |a, b| {
+                // Triangle u, v, w = nu[a]: credit u–w and v–w here, u–v below.
+                bump(us + a, 1);
+                bump(vs + b, 1);
+                found += 1;
+            });
             bump(us + i, found);
         }
     });
@@ -209,19 +201,25 @@ pub fn intersection_size(a: &[VertexId], b: &[VertexId]) -> usize {
         }
         return common;
     }
-    let (mut i, mut j, mut common) = (0, 0, 0);
+    let mut common = 0;
+    for_each_common(a, b, |_, _| common += 1);
+    common
+}
+
+/// Merges two strictly ascending lists, calling `on_match(i, j)` for every `a[i] == b[j]`.
+fn for_each_common(a: &[VertexId], b: &[VertexId], mut on_match: impl FnMut(usize, usize)) {
+    let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                common += 1;
+                on_match(i, j);
                 i += 1;
                 j += 1;
             }
         }
     }
-    common
 }
 
 #[cfg(test)]

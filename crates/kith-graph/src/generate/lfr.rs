@@ -88,6 +88,16 @@ impl Lfr {
         out
     }
 
+    /// The maximum-likelihood exponent of the realised degrees, over the range the degrees were
+    /// drawn from (less the partly covered lowest integer).
+    pub fn fitted_degree_exponent(&self) -> f64 {
+        let g = &self.graph;
+        let degrees: Vec<u64> =
+            (0..g.num_nodes() as VertexId).map(|v| g.degree(v) as u64).collect();
+        let law = self.degree_law;
+        super::fit_power_law_exponent(&degrees, law.min.ceil() as u64 + 1, law.max as u64)
+    }
+
     /// The realised mixing parameter: the share of edge endpoints whose edge leaves the
     /// endpoint's community.
     pub fn realized_mu(&self) -> f64 {

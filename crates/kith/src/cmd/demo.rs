@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use anyhow::{Result, ensure};
 use clap::Args;
-use kith_graph::generate::{LfrConfig, fit_power_law_exponent, lfr};
-use kith_graph::{LoadConfig, VertexId};
+use kith_graph::LoadConfig;
+use kith_graph::generate::{LfrConfig, lfr};
 
 use super::graph::stats_table;
 
@@ -42,17 +42,13 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
     let graph = &generated.graph;
     print!("{}", stats_table(&kith_graph::stats(graph)));
 
-    let degrees: Vec<u64> =
-        (0..graph.num_nodes() as VertexId).map(|v| graph.degree(v) as u64).collect();
-    let law = generated.degree_law;
-    let fitted = fit_power_law_exponent(&degrees, law.min.ceil() as u64 + 1, law.max as u64);
     println!(
         "{:<20}{} planted, mixing {:.3} (asked {:.2}), degree exponent {:.2} (asked {:.2})",
         "communities",
         generated.communities().len(),
         generated.realized_mu(),
         config.mu,
-        fitted,
+        generated.fitted_degree_exponent(),
         config.tau1
     );
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
-use kith_graph::generate::{BaConfig, LfrConfig, RmatConfig, fit_power_law_exponent};
+use kith_graph::generate::{BaConfig, LfrConfig, RmatConfig};
 use kith_graph::{DegreeSummary, Format, Graph, GraphStats, LoadConfig, VertexId};
 use serde::Serialize;
 
@@ -298,18 +298,11 @@ pub(crate) fn generate_graph(args: &GenerateArgs) -> Result<(GenerationReport, G
                 kith_graph::write_communities(path, &lfr.communities())?;
             }
             let law = lfr.degree_law;
-            let degrees: Vec<u64> = (0..lfr.graph.num_nodes() as VertexId)
-                .map(|v| lfr.graph.degree(v) as u64)
-                .collect();
             let report = LfrReport {
                 mu_requested: config.mu,
                 mu_realized: lfr.realized_mu(),
                 tau1_requested: config.tau1,
-                tau1_fitted: fit_power_law_exponent(
-                    &degrees,
-                    law.min.ceil() as u64 + 1,
-                    law.max as u64,
-                ),
+                tau1_fitted: lfr.fitted_degree_exponent(),
                 min_degree: law.min,
                 max_degree: law.max,
                 communities: lfr.communities().len(),
