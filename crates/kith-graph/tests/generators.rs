@@ -62,6 +62,11 @@ fn lfr_rejects_impossible_parameters() {
         LfrConfig { avg_degree: 0.5, ..Default::default() },
         LfrConfig { max_degree: Some(10), avg_degree: 20.0, ..Default::default() },
         LfrConfig { max_community: Some(10), ..Default::default() },
+        LfrConfig { min_community: Some(1), ..Default::default() },
+        LfrConfig { min_community: Some(50), max_community: Some(40), ..Default::default() },
+        LfrConfig { tau1: f64::NAN, ..Default::default() },
+        LfrConfig { mu: f64::NAN, ..Default::default() },
+        LfrConfig { avg_degree: f64::NAN, ..Default::default() },
     ];
     for config in bad {
         assert!(lfr(&config).is_err(), "{config:?} accepted");
@@ -81,6 +86,11 @@ fn rmat_is_deterministic_skewed_and_sized() -> Result<()> {
     assert!(s.edges as f64 > 0.75 * drawn as f64, "{} of {drawn}", s.edges);
     // Graph500's parameters give a heavy tail: the hub is far above the mean.
     assert!(s.degree.max as f64 > 20.0 * s.degree.mean, "{:?}", s.degree);
+    for avg_degree in [f64::NAN, 0.0, -1.0, 1e300] {
+        assert!(rmat(&RmatConfig { avg_degree, ..config.clone() }).is_err(), "{avg_degree}");
+    }
+    let nan = BaConfig { avg_degree: f64::NAN, ..Default::default() };
+    assert!(barabasi_albert(&nan).is_err());
     // Node counts that are not a power of two are respected.
     let odd = rmat(&RmatConfig { nodes: 1000, avg_degree: 8.0, ..Default::default() })?;
     assert_eq!(odd.num_nodes(), 1000);

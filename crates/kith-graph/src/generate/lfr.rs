@@ -138,10 +138,18 @@ pub fn lfr(config: &LfrConfig) -> Result<Lfr> {
     if !(0.0..=1.0).contains(&config.mu) {
         return bad(format!("--mu must be within [0, 1], got {}", config.mu));
     }
-    if config.tau1 <= 1.0 || config.tau2 < 1.0 {
+    // Written so that NaN fails too.
+    if !(config.tau1 > 1.0 && config.tau2 >= 1.0 && config.tau1 < 10.0 && config.tau2 < 10.0) {
         return bad(format!(
-            "need tau1 > 1 and tau2 >= 1, got {} and {}",
+            "need 1 < tau1 < 10 and 1 <= tau2 < 10, got {} and {}",
             config.tau1, config.tau2
+        ));
+    }
+    if let (Some(lo), hi) = (config.min_community, config.max_community)
+        && (lo < 2 || hi.is_some_and(|hi| hi < lo))
+    {
+        return bad(format!(
+            "--min-community must be at least 2 and at most --max-community, got {lo} and {hi:?}"
         ));
     }
     let default_max =

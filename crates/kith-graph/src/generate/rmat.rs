@@ -62,8 +62,12 @@ pub fn rmat(config: &RmatConfig) -> Result<Graph> {
             "R-MAT probabilities must be >= 0 and sum to 1, got {p:?}"
         )));
     }
-    if config.avg_degree <= 0.0 {
-        return Err(Error::InvalidArgument("--avg-degree must be positive".into()));
+    // Written so that NaN fails too; a simple graph has mean degree below n.
+    if !(config.avg_degree > 0.0 && config.avg_degree < n as f64) {
+        return Err(Error::InvalidArgument(format!(
+            "--avg-degree must be positive and below the number of nodes, got {}",
+            config.avg_degree
+        )));
     }
     let progress = Progress::new(config.progress, "R-MAT");
     let scale = usize::BITS - (n - 1).leading_zeros();
