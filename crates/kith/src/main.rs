@@ -31,7 +31,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help and --version
+        Err(e) => {
+            eprintln!("kith: error: {}", one_line(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Graph(c) => cmd::graph::run(c),
         Command::Bench(c) => cmd::bench::run(c),
@@ -46,4 +53,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Folds clap's multi-line usage error into one line: its message and details, without the
+/// usage block and the pointer to `--help` (which `kith <command> --help` shows in full).
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

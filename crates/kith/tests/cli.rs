@@ -140,9 +140,24 @@ fn bad_input_gets_one_line_errors() {
     );
     let unwritable = dir.path().join("no/such/dir/out.kgraph");
     assert!(fails(&["graph", "import", p(&g), "-o", p(&unwritable)]).contains("out.kgraph"));
-    // Usage errors come from clap with its own exit code.
-    let out = kith(&["graph", "stats", p(&g), "--format", "gml"]);
-    assert_eq!(out.status.code(), Some(2));
+    // Usage errors exit with 2, also on one line.
+    for args in [
+        &["graph", "stats", p(&g), "--format", "gml"][..],
+        &["graph", "generate", "--nodes", "5", "-o", "x"],
+    ] {
+        let out = kith(args);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+        assert!(stderr.starts_with("kith: error: "), "{stderr:?}");
+    }
+    assert!(
+        String::from_utf8(kith(&["graph", "stats", p(&g), "--format", "gml"]).stderr)
+            .unwrap()
+            .contains("invalid value 'gml' for '--format <FORMAT>' [possible values: snap, konect")
+    );
+    // Help still works and succeeds.
+    assert!(kith(&["graph", "generate", "--help"]).status.success());
 }
 
 #[test]
