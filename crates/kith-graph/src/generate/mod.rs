@@ -9,7 +9,7 @@ mod lfr;
 mod powerlaw;
 mod rmat;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -31,7 +31,8 @@ impl Progress {
         if !show {
             return Progress(ProgressBar::hidden());
         }
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_finish(ProgressFinish::AndClear);
         bar.set_style(
             ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
                 .expect("valid template"),

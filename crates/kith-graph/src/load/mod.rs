@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use flate2::read::MultiGzDecoder;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
 use crate::{Error, Graph, Result, snapshot};
 
@@ -257,7 +257,9 @@ fn progress_bar(show: bool, len: u64, path: &Path) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    // Cleared when the last handle drops, so an error leaves no half-drawn bar behind.
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr())
+        .with_finish(ProgressFinish::AndClear);
     bar.set_style(
         ProgressStyle::with_template(
             "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
