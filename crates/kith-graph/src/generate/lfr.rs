@@ -78,10 +78,14 @@ pub struct Lfr {
 }
 
 impl Lfr {
+    /// The number of communities.
+    pub fn num_communities(&self) -> usize {
+        self.membership.iter().map(|&c| c as usize + 1).max().unwrap_or(0)
+    }
+
     /// The members of each community, as original ids.
     pub fn communities(&self) -> Vec<Vec<u64>> {
-        let count = self.membership.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        let mut out = vec![Vec::new(); count];
+        let mut out = vec![Vec::new(); self.num_communities()];
         for (v, &c) in self.membership.iter().enumerate() {
             out[c as usize].push(self.graph.original_id(v as VertexId));
         }

@@ -45,7 +45,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
     println!(
         "{:<20}{} planted, mixing {:.3} (asked {:.2}), degree exponent {:.2} (asked {:.2})",
         "communities",
-        generated.communities().len(),
+        generated.num_communities(),
         generated.realized_mu(),
         config.mu,
         generated.fitted_degree_exponent(),

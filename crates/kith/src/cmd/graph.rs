@@ -305,7 +305,7 @@ pub(crate) fn generate_graph(args: &GenerateArgs) -> Result<(GenerationReport, G
                 tau1_fitted: lfr.fitted_degree_exponent(),
                 min_degree: law.min,
                 max_degree: law.max,
-                communities: lfr.communities().len(),
+                communities: lfr.num_communities(),
                 stubs_dropped: lfr.stubs_dropped,
             };
             ("lfr", lfr.graph, Some(report))
