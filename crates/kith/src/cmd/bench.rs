@@ -77,7 +77,10 @@ struct ImportCase {
     nodes: u64,
     edges: u64,
     import_process_s: f64,
+    /// Edge lines parsed per second: the throughput of reading the file.
     import_lines_per_s: f64,
+    /// Distinct edges of the resulting graph per second.
+    import_edges_per_s: f64,
     import_peak_rss_mb: f64,
     text_load_s: f64,
     kgraph_bytes: u64,
@@ -210,6 +213,7 @@ fn import_case(input: &Path, directed: bool, tmp: &Path, repeat: usize) -> Resul
         edges: text_graph.num_edges(),
         import_process_s: process.seconds,
         import_lines_per_s: lines as f64 / process.seconds,
+        import_edges_per_s: text_graph.num_edges() as f64 / process.seconds,
         import_peak_rss_mb: process.peak_rss_mb,
         text_load_s,
         kgraph_bytes: std::fs::metadata(&snapshot)?.len(),
