@@ -15,15 +15,15 @@ pub struct Csr {
 }
 
 impl Csr {
-    /// Builds a CSR from `(source, target)` pairs already sorted by source then target and
-    /// free of duplicates.
-    pub(crate) fn from_sorted_pairs(num_vertices: usize, pairs: &[(VertexId, VertexId)]) -> Self {
+    /// Builds a CSR from edges packed as `source << 32 | target` (see [`unpack`]), sorted and
+    /// free of duplicates, so that sorting the keys sorts by source then target.
+    pub(crate) fn from_sorted_keys(num_vertices: usize, keys: &[u64]) -> Self {
         let mut offsets = vec![0u64; num_vertices + 1];
-        for &(u, _) in pairs {
-            offsets[u as usize + 1] += 1;
+        for &k in keys {
+            offsets[unpack(k).0 as usize + 1] += 1;
         }
         prefix_sum(&mut offsets);
-        let targets = pairs.iter().map(|&(_, v)| v).collect();
+        let targets = keys.iter().map(|&k| unpack(k).1).collect();
         Csr { offsets, targets }
     }
 
@@ -113,6 +113,12 @@ impl Csr {
         }
         Ok(())
     }
+}
+
+/// Splits an edge packed as `source << 32 | target`.
+#[inline]
+pub(crate) fn unpack(key: u64) -> (VertexId, VertexId) {
+    ((key >> 32) as VertexId, key as VertexId)
 }
 
 pub(crate) fn prefix_sum(counts: &mut [u64]) {

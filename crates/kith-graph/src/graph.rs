@@ -4,7 +4,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::VertexId;
-use crate::csr::{Csr, prefix_sum};
+use crate::csr::{Csr, prefix_sum, unpack};
 
 /// What was cleaned out of the input while building a graph.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -53,7 +53,7 @@ impl Graph {
                     "edge ({u}, {v}) beyond {n} vertices"
                 );
                 let (a, b) = if directed || u < v { (u, v) } else { (v, u) };
-                (u64::from(a) << 32) | u64::from(b)
+                (u64::from(a) << 32) | u64::from(b) // see `unpack`
             })
             .collect();
         let self_loops_dropped = total - keys.len() as u64;
@@ -62,14 +62,12 @@ impl Graph {
         keys.dedup();
         let cleaning =
             Cleaning { self_loops_dropped, duplicates_merged: before - keys.len() as u64 };
-        let pairs: Vec<(VertexId, VertexId)> =
-            keys.into_iter().map(|k| ((k >> 32) as VertexId, k as VertexId)).collect();
         if directed {
-            let out = Csr::from_sorted_pairs(n, &pairs);
+            let out = Csr::from_sorted_keys(n, &keys);
             let inc = out.transpose();
             Graph { directed, ids, out, inc: Some(inc), cleaning }
         } else {
-            let out = symmetric_csr(n, &pairs);
+            let out = symmetric_csr(n, &keys);
             Graph { directed, ids, out, inc: None, cleaning }
         }
     }
@@ -174,25 +172,25 @@ impl Graph {
     }
 }
 
-/// Builds the symmetric CSR of an undirected graph from its edges `(u, v)`, `u < v`, sorted and
-/// unique. Two passes keep every list sorted without a sort: the first writes each vertex's
+/// Builds the symmetric CSR of an undirected graph from its edges `(u, v)`, `u < v`, packed by
+/// [`unpack`]'s convention, sorted and unique. Two passes keep every list sorted without a sort: the first writes each vertex's
 /// smaller neighbours (in ascending order, because pairs are sorted by `u`), the second its
 /// larger ones (ascending, because pairs with equal `u` are sorted by `v`).
-fn symmetric_csr(n: usize, pairs: &[(VertexId, VertexId)]) -> Csr {
+fn symmetric_csr(n: usize, keys: &[u64]) -> Csr {
     let mut offsets = vec![0u64; n + 1];
-    for &(u, v) in pairs {
+    for (u, v) in keys.iter().map(|&k| unpack(k)) {
         offsets[u as usize + 1] += 1;
         offsets[v as usize + 1] += 1;
     }
     prefix_sum(&mut offsets);
     let mut cursor: Vec<u64> = offsets[..n].to_vec();
-    let mut targets = vec![0 as VertexId; pairs.len() * 2];
-    for &(u, v) in pairs {
+    let mut targets = vec![0 as VertexId; keys.len() * 2];
+    for (u, v) in keys.iter().map(|&k| unpack(k)) {
         let slot = &mut cursor[v as usize];
         targets[*slot as usize] = u;
         *slot += 1;
     }
-    for &(u, v) in pairs {
+    for (u, v) in keys.iter().map(|&k| unpack(k)) {
         let slot = &mut cursor[u as usize];
         targets[*slot as usize] = v;
         *slot += 1;
