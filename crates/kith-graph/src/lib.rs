@@ -27,6 +27,7 @@ mod error;
 pub mod generate;
 mod graph;
 mod load;
+pub mod progress;
 mod snapshot;
 mod stats;
 mod weights;

@@ -80,10 +80,13 @@ pub(crate) fn git_commit() -> Option<String> {
 }
 
 /// How long a child process ran and the most memory it held.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub(crate) struct ChildRun {
     pub seconds: f64,
     pub peak_rss_mb: f64,
+    /// What the child printed on stdout.
+    #[serde(skip)]
+    pub stdout: String,
 }
 
 /// The environment variable through which a benchmarked `kith` process reports its peak
@@ -113,12 +116,13 @@ pub(crate) fn report_peak_rss() {
 pub(crate) fn run_self(args: &[&str]) -> Result<ChildRun> {
     let exe = std::env::current_exe().context("cannot locate the kith executable")?;
     let stderr = tempfile::NamedTempFile::new()?;
+    let stdout = tempfile::NamedTempFile::new()?;
     let peak = tempfile::NamedTempFile::new()?;
     let start = Instant::now();
     let status = Command::new(&exe)
         .args(args)
         .env(PEAK_RSS_ENV, peak.path())
-        .stdout(std::process::Stdio::null())
+        .stdout(stdout.reopen()?)
         .stderr(stderr.reopen()?)
         .status()
         .with_context(|| format!("cannot start {}", exe.display()))?;
@@ -131,7 +135,8 @@ pub(crate) fn run_self(args: &[&str]) -> Result<ChildRun> {
         .trim()
         .parse()
         .context("the child did not report its peak memory")?;
-    Ok(ChildRun { seconds, peak_rss_mb: kib / 1024.0 })
+    let stdout = std::fs::read_to_string(stdout.path())?;
+    Ok(ChildRun { seconds, peak_rss_mb: kib / 1024.0, stdout })
 }
 
 /// The datasets directory: `$KITH_DATASETS`, else `shared/datasets` beside the checkout.

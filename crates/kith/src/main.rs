@@ -23,6 +23,9 @@ enum Command {
     /// Import, generate and describe graphs.
     #[command(subcommand)]
     Graph(cmd::graph::GraphCommand),
+    /// Compute, evaluate and compare layouts: where each user's record goes on disk.
+    #[command(subcommand)]
+    Layout(cmd::layout::LayoutCommand),
     /// Benchmarks that record their results as JSON under bench/results/.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Graph(c) => cmd::graph::run(c),
+        Command::Layout(c) => cmd::layout::run(c),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Demo(a) => cmd::demo::run(a),
     };

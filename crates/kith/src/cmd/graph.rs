@@ -48,6 +48,27 @@ pub(crate) struct GraphInput {
 }
 
 impl GraphInput {
+    /// The arguments that name this input again, for a child `kith` process.
+    pub(crate) fn to_args(&self) -> Vec<String> {
+        let mut args = vec![self.graph.display().to_string()];
+        if let Some(format) = self.format {
+            args.extend(["--format".into(), format.name().into()]);
+        }
+        if self.directed {
+            args.push("--directed".into());
+        }
+        if let Some(member) = &self.member {
+            args.extend(["--member".into(), member.clone()]);
+        }
+        args
+    }
+
+    /// Loads the graph as friendships: a directed graph is symmetrised.
+    pub(crate) fn load_undirected(&self) -> Result<Graph> {
+        let graph = self.load()?;
+        Ok(if graph.is_directed() { graph.to_undirected() } else { graph })
+    }
+
     pub(crate) fn load(&self) -> Result<Graph> {
         let config = LoadConfig {
             format: self.format,

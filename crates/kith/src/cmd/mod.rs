@@ -3,3 +3,4 @@
 pub(crate) mod bench;
 pub(crate) mod demo;
 pub(crate) mod graph;
+pub(crate) mod layout;

@@ -1,0 +1,308 @@
+//! Recursive graph bisection for locality (after Dhulipala, Kabiljo, Karrer, Ottaviano,
+//! Pupyrev & Shalita, "Compressing graphs and indexes with recursive graph bisection",
+//! KDD 2016).
+//!
+//! Every user's closed neighbourhood `N[u]` is a query; the vertices are the data. A block of
+//! the order is split into halves `A` and `B`, initially its first and second half. Under the
+//! log-gap model a query with `n_A` members in `A` and `n_B` in `B` costs
+//! `n_A·log2(|A| / (n_A + 1)) + n_B·log2(|B| / (n_B + 1))`; each vertex's move gain is the
+//! drop in cost of its queries if it changed sides. Both halves are sorted by gain and the
+//! best pairs swapped while a pair's total gain is positive; this repeats until no pair
+//! gains (at most [`ITERATIONS`] times). Then both halves are bisected in turn, in parallel.
+//!
+//! With page-aligned splits ([`Split::Pages`]) a block is split at the page boundary nearest
+//! its middle, so every block is a whole number of pages and the recursion ends with blocks
+//! of exactly one page: the last level decides which users share a page.
+//!
+//! Queries are renumbered locally for each block (a per-thread table indexed by vertex,
+//! reset by generation counter), so each iteration is `O(vol(block))`.
+
+use std::cell::RefCell;
+
+use kith_graph::{Graph, VertexId};
+use rayon::prelude::*;
+
+use crate::metrics::PAGE_BYTES;
+
+/// The most swap rounds per bisection.
+pub(crate) const ITERATIONS: usize = 16;
+
+/// Where blocks are split and when the recursion stops.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Split {
+    /// At page boundaries for records of this size; stop at one page.
+    Pages { record_bytes: u64 },
+    /// In halves; stop at `leaf` vertices or fewer.
+    Halves { leaf: usize },
+}
+
+impl Split {
+    /// The split position of the block at positions `lo..hi`, or `None` for a leaf.
+    fn point(self, lo: usize, hi: usize) -> Option<usize> {
+        match self {
+            Split::Halves { leaf } => (hi - lo > leaf.max(1)).then_some(lo + (hi - lo) / 2),
+            Split::Pages { record_bytes } => {
+                let page = |p: usize| p as u64 * record_bytes / PAGE_BYTES;
+                let (first, last) = (page(lo), page(hi - 1));
+                let boundary = (first + last).div_ceil(2) * PAGE_BYTES;
+                let mid = boundary.div_ceil(record_bytes) as usize;
+                (mid > lo && mid < hi).then_some(mid)
+            }
+        }
+    }
+}
+
+struct Context<'g> {
+    graph: &'g Graph,
+    split: Split,
+    /// `log2(n)` for `n` up to the largest degree plus two.
+    log2: Vec<f64>,
+}
+
+thread_local! {
+    /// Per-thread query renumbering: `slot[q]` is valid while `generation[q]` is current.
+    static SCRATCH: RefCell<(Vec<u32>, Vec<u32>, u32)> = const { RefCell::new((Vec::new(), Vec::new(), 0)) };
+}
+
+/// Reorders `order` by recursive bisection.
+pub(crate) fn recursive_bisection(
+    graph: &Graph,
+    mut order: Vec<VertexId>,
+    split: Split,
+) -> Vec<VertexId> {
+    let max_degree = (0..graph.num_nodes() as VertexId).map(|v| graph.degree(v)).max().unwrap_or(0);
+    let log2 = (0..max_degree + 3).map(|n| (n.max(1) as f64).log2()).collect();
+    let ctx = Context { graph, split, log2 };
+    recurse(&ctx, &mut order, 0);
+    order
+}
+
+fn recurse(ctx: &Context<'_>, block: &mut [VertexId], lo: usize) {
+    if block.is_empty() {
+        return;
+    }
+    let Some(mid) = ctx.split.point(lo, lo + block.len()) else { return };
+    let mid = mid - lo;
+    bisect(ctx, block, mid);
+    let (a, b) = block.split_at_mut(mid);
+    if a.len() + b.len() > 2048 {
+        rayon::join(|| recurse(ctx, a, lo), || recurse(ctx, b, lo + mid));
+    } else {
+        recurse(ctx, a, lo);
+        recurse(ctx, b, lo + mid);
+    }
+}
+
+/// The local structure of one block: for each block vertex, its queries' local ids.
+struct Block {
+    offsets: Vec<u32>,
+    queries: Vec<u32>,
+    num_queries: usize,
+}
+
+fn local_queries(graph: &Graph, block: &[VertexId]) -> Block {
+    SCRATCH.with(|cell| {
+        let (slot, generation, current) = &mut *cell.borrow_mut();
+        let n = graph.num_nodes();
+        if slot.len() < n {
+            slot.resize(n, 0);
+            generation.resize(n, 0);
+        }
+        *current = current.wrapping_add(1);
+        if *current == 0 {
+            generation.fill(0);
+            *current = 1;
+        }
+        let mut offsets = Vec::with_capacity(block.len() + 1);
+        offsets.push(0u32);
+        let mut queries = Vec::new();
+        let mut num_queries = 0u32;
+        for &v in block {
+            for q in std::iter::once(v).chain(graph.neighbors(v).iter().copied()) {
+                let q = q as usize;
+                if generation[q] != *current {
+                    generation[q] = *current;
+                    slot[q] = num_queries;
+                    num_queries += 1;
+                }
+                queries.push(slot[q]);
+            }
+            offsets.push(queries.len() as u32);
+        }
+        Block { offsets, queries, num_queries: num_queries as usize }
+    })
+}
+
+/// The two sides of a block being bisected, with every query's members on each side.
+struct Sides<'a> {
+    local: &'a Block,
+    log2: &'a [f64],
+    in_a: Vec<bool>,
+    count_a: Vec<u32>,
+    count_b: Vec<u32>,
+    /// `log2` of each side's size.
+    log_a: f64,
+    log_b: f64,
+}
+
+impl Sides<'_> {
+    fn queries(&self, i: usize) -> &[u32] {
+        &self.local.queries[self.local.offsets[i] as usize..self.local.offsets[i + 1] as usize]
+    }
+
+    /// The log-gap model's cost of `n` query members on a side of `2^log_size` vertices.
+    fn term(&self, n: u32, log_size: f64) -> f64 {
+        f64::from(n) * (log_size - self.log2[n as usize + 1])
+    }
+
+    fn recount(&mut self) {
+        self.count_a.fill(0);
+        self.count_b.fill(0);
+        for i in 0..self.in_a.len() {
+            let counts = if self.in_a[i] { &mut self.count_a } else { &mut self.count_b };
+            let qs = &self.local.queries
+                [self.local.offsets[i] as usize..self.local.offsets[i + 1] as usize];
+            for &q in qs {
+                counts[q as usize] += 1;
+            }
+        }
+    }
+
+    /// The drop in cost if vertex `i` alone changed sides.
+    fn gain(&self, i: usize) -> f64 {
+        let (la, lb) = (self.log_a, self.log_b);
+        let mut g = 0.0;
+        for &q in self.queries(i) {
+            let (na, nb) = (self.count_a[q as usize], self.count_b[q as usize]);
+            g += if self.in_a[i] {
+                self.term(na, la) - self.term(na - 1, la) + self.term(nb, lb)
+                    - self.term(nb + 1, lb)
+            } else {
+                self.term(nb, lb) - self.term(nb - 1, lb) + self.term(na, la)
+                    - self.term(na + 1, la)
+            };
+        }
+        g
+    }
+
+    /// Moves vertex `i` to the other side.
+    fn flip(&mut self, i: usize) {
+        let qs =
+            &self.local.queries[self.local.offsets[i] as usize..self.local.offsets[i + 1] as usize];
+        let (from, to) = if self.in_a[i] {
+            (&mut self.count_a, &mut self.count_b)
+        } else {
+            (&mut self.count_b, &mut self.count_a)
+        };
+        for &q in qs {
+            from[q as usize] -= 1;
+            to[q as usize] += 1;
+        }
+        self.in_a[i] = !self.in_a[i];
+    }
+}
+
+/// Splits `block` into a first part of `mid` vertices and the rest, minimising the log-gap
+/// model's cost; reorders `block` so the first part comes first.
+fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
+    let len = block.len();
+    let local = local_queries(ctx.graph, block);
+    let mut sides = Sides {
+        local: &local,
+        log2: &ctx.log2,
+        in_a: (0..len).map(|i| i < mid).collect(),
+        count_a: vec![0; local.num_queries],
+        count_b: vec![0; local.num_queries],
+        log_a: (mid as f64).log2(),
+        log_b: ((len - mid) as f64).log2(),
+    };
+    let mut gains = vec![0.0f64; len];
+    let parallel = len > 50_000;
+    for _ in 0..ITERATIONS {
+        sides.recount();
+        if parallel {
+            gains.par_iter_mut().enumerate().for_each(|(i, g)| *g = sides.gain(i));
+        } else {
+            for (i, g) in gains.iter_mut().enumerate() {
+                *g = sides.gain(i);
+            }
+        }
+        let mut movers_a: Vec<u32> = (0..len as u32).filter(|&i| sides.in_a[i as usize]).collect();
+        let mut movers_b: Vec<u32> = (0..len as u32).filter(|&i| !sides.in_a[i as usize]).collect();
+        let by_gain =
+            |x: &u32, y: &u32| gains[*y as usize].total_cmp(&gains[*x as usize]).then(x.cmp(y));
+        if parallel {
+            movers_a.par_sort_unstable_by(by_gain);
+            movers_b.par_sort_unstable_by(by_gain);
+        } else {
+            movers_a.sort_unstable_by(by_gain);
+            movers_b.sort_unstable_by(by_gain);
+        }
+        // Swap the best pairs, each on fresh gains: the sorted gains assumed one move at a
+        // time, and moving many vertices of the same queries at once can overshoot (two
+        // halves trading the same kind of vertex back and forth).
+        let mut swapped = 0;
+        for (&x, &y) in movers_a.iter().zip(&movers_b) {
+            if gains[x as usize] + gains[y as usize] <= 1e-9 {
+                break;
+            }
+            let (x, y) = (x as usize, y as usize);
+            let gx = sides.gain(x);
+            sides.flip(x);
+            if gx + sides.gain(y) > 1e-9 {
+                sides.flip(y);
+                swapped += 1;
+            } else {
+                sides.flip(x);
+            }
+        }
+        if swapped == 0 {
+            break;
+        }
+    }
+    // Stable partition: the first part's vertices first, each part in its previous order.
+    let mut parts = (Vec::with_capacity(mid), Vec::with_capacity(len - mid));
+    for (&v, &first) in block.iter().zip(&sides.in_a) {
+        if first { parts.0.push(v) } else { parts.1.push(v) }
+    }
+    block[..mid].copy_from_slice(&parts.0);
+    block[mid..].copy_from_slice(&parts.1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_splits_fall_on_page_boundaries() {
+        let split = Split::Pages { record_bytes: 40 };
+        // 4096 / 40 = 102.4 records per page; positions 0..1024 cover 10 pages.
+        let mid = split.point(0, 1024).unwrap();
+        assert_eq!(mid, (5 * 4096u64).div_ceil(40) as usize);
+        // One page's records (and the one straddling into the next) make a leaf.
+        assert_eq!(split.point(0, 103), None);
+        assert!(split.point(0, 104).is_some());
+        assert_eq!(Split::Halves { leaf: 8 }.point(10, 18), None);
+        assert_eq!(Split::Halves { leaf: 8 }.point(10, 19), Some(14));
+    }
+
+    #[test]
+    fn separates_two_cliques_that_start_shuffled() {
+        use rand::SeedableRng;
+        use rand::seq::SliceRandom;
+        let mut edges = Vec::new();
+        for a in 0..16u32 {
+            for b in a + 1..16 {
+                if a % 2 == b % 2 {
+                    edges.push((a, b));
+                }
+            }
+        }
+        let g = Graph::from_edges((0..16).collect(), false, edges);
+        let mut start: Vec<u32> = (0..16).collect();
+        start.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(7));
+        let order = recursive_bisection(&g, start, Split::Halves { leaf: 8 });
+        let first: Vec<u32> = order[..8].iter().map(|v| v % 2).collect();
+        assert!(first.iter().all(|&p| p == first[0]), "{order:?}");
+    }
+}

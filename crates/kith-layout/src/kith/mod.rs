@@ -1,0 +1,48 @@
+//! kith's own layout method.
+//!
+//! A store pays for pages, not for the linear-arrangement cost, so kith optimises what a
+//! store reads: the pages touched by "list all friends" of a user, for a given record size.
+//!
+//! 1. **Recursive bisection** (`bisect.rs`), after Dhulipala et al. (KDD 2016): every user's
+//!    closed neighbourhood is a query; each block of the order is split in two so that
+//!    queries fall on few sides, by iterated swaps of the vertices with the best move gains
+//!    under the log-gap cost model. With the pages objective the split points fall on page
+//!    boundaries of the configured record size, so the blocks of the last level are exactly
+//!    pages, and the recursion stops there.
+//! 2. **Page refinement** (`pages.rs`): moves between pages that directly lower the exact
+//!    page count of every affected neighbourhood, swapping pairs so pages stay full.
+//! 3. With `--objective la`, **arrangement refinement** (`la.rs`): median relaxation (every
+//!    vertex towards the weighted median of its friends' positions, kept when the cost falls)
+//!    and exact dynamic programming over sliding windows of consecutive positions.
+
+mod bisect;
+mod la;
+
+use kith_graph::progress::Stages;
+use kith_graph::{Graph, VertexId};
+
+use crate::method::{LayoutConfig, Objective};
+use crate::metrics::PAGE_BYTES;
+
+/// The `kith` method's order.
+pub(crate) fn kith_order(
+    graph: &Graph,
+    weights: &[f64],
+    config: &LayoutConfig,
+    stages: &Stages,
+) -> Vec<VertexId> {
+    let pages = config.objective == Objective::Pages && config.record_bytes < PAGE_BYTES;
+    stages.stage("recursive bisection");
+    let split = if pages {
+        bisect::Split::Pages { record_bytes: config.record_bytes }
+    } else {
+        bisect::Split::Halves { leaf: 8 }
+    };
+    let start = crate::baselines::bfs_order(graph);
+    let mut order = bisect::recursive_bisection(graph, start, split);
+    if config.objective == Objective::La {
+        stages.stage("arrangement refinement");
+        order = la::refine(graph, weights, order);
+    }
+    order
+}
