@@ -143,6 +143,8 @@ struct Sides<'a> {
     /// `log2` of each side's size.
     log_a: f64,
     log_b: f64,
+    /// Probabilistic fanout (`1 − (1 − p)^n` per side) instead of the log-gap model.
+    fanout: Option<f64>,
 }
 
 impl Sides<'_> {
@@ -152,6 +154,9 @@ impl Sides<'_> {
 
     /// The log-gap model's cost of `n` query members on a side of `2^log_size` vertices.
     fn term(&self, n: u32, log_size: f64) -> f64 {
+        if let Some(p) = self.fanout {
+            return 1.0 - (1.0 - p).powi(n as i32);
+        }
         f64::from(n) * (log_size - self.log2[n as usize + 1])
     }
 
@@ -202,6 +207,17 @@ impl Sides<'_> {
     }
 }
 
+/// Blocks of at most this many pages are split on probabilistic fanout, not log-gaps.
+const FANOUT_PAGES: u64 = 8;
+/// The `p` of probabilistic fanout (Kabiljo et al., VLDB 2017).
+const FANOUT_P: f64 = 0.5;
+
+/// The probabilistic-fanout `p` for a block of `len` vertices, if the block is that small.
+fn fanout_for(split: Split, len: usize) -> Option<f64> {
+    let Split::Pages { record_bytes } = split else { return None };
+    (len as u64 * record_bytes <= FANOUT_PAGES * PAGE_BYTES).then_some(FANOUT_P)
+}
+
 /// Splits `block` into a first part of `mid` vertices and the rest, minimising the log-gap
 /// model's cost; reorders `block` so the first part comes first.
 fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
@@ -215,6 +231,7 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
         count_b: vec![0; local.num_queries],
         log_a: (mid as f64).log2(),
         log_b: ((len - mid) as f64).log2(),
+        fanout: fanout_for(ctx.split, len),
     };
     let mut gains = vec![0.0f64; len];
     let parallel = len > 50_000;

@@ -5,18 +5,21 @@
 //!
 //! 1. **Recursive bisection** (`bisect.rs`), after Dhulipala et al. (KDD 2016): every user's
 //!    closed neighbourhood is a query; each block of the order is split in two so that
-//!    queries fall on few sides, by iterated swaps of the vertices with the best move gains
-//!    under the log-gap cost model. With the pages objective the split points fall on page
-//!    boundaries of the configured record size, so the blocks of the last level are exactly
-//!    pages, and the recursion stops there.
-//! 2. **Page refinement** (`pages.rs`): moves between pages that directly lower the exact
-//!    page count of every affected neighbourhood, swapping pairs so pages stay full.
+//!    queries fall on few sides, by iterated swaps of the vertices with the best move gains,
+//!    under the log-gap cost model for large blocks and probabilistic fanout (Kabiljo et al.,
+//!    VLDB 2017) for blocks of a few pages. With the pages objective the split points fall on
+//!    page boundaries of the configured record size, so the blocks of the last level are
+//!    exactly pages, and the recursion stops there.
+//! 2. **Page refinement** (`pages.rs`): swaps between pages that lower the page count of
+//!    every affected neighbourhood, then the choice of which member of each page takes the
+//!    slot that straddles into the next page.
 //! 3. With `--objective la`, **arrangement refinement** (`la.rs`): median relaxation (every
 //!    vertex towards the weighted median of its friends' positions, kept when the cost falls)
 //!    and exact dynamic programming over sliding windows of consecutive positions.
 
 mod bisect;
 mod la;
+mod pages;
 
 use kith_graph::progress::Stages;
 use kith_graph::{Graph, VertexId};
@@ -40,6 +43,10 @@ pub(crate) fn kith_order(
     };
     let start = crate::baselines::bfs_order(graph);
     let mut order = bisect::recursive_bisection(graph, start, split);
+    if pages {
+        stages.stage("page refinement");
+        order = pages::refine(graph, order, config.record_bytes, config.seed);
+    }
     if config.objective == Objective::La {
         stages.stage("arrangement refinement");
         order = la::refine(graph, weights, order);
