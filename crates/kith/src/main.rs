@@ -5,6 +5,7 @@
 
 mod cmd;
 mod machine;
+mod plot;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,9 @@ enum Command {
     /// Compute, evaluate and compare layouts: where each user's record goes on disk.
     #[command(subcommand)]
     Layout(cmd::layout::LayoutCommand),
+    /// Reproduce the papers' experiments: CSV tables and PNG charts.
+    #[command(subcommand)]
+    Experiment(cmd::experiment::ExperimentCommand),
     /// Benchmarks that record their results as JSON under bench/results/.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Graph(c) => cmd::graph::run(c),
         Command::Layout(c) => cmd::layout::run(c),
+        Command::Experiment(c) => cmd::experiment::run(c),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Demo(a) => cmd::demo::run(a),
     };

@@ -175,3 +175,43 @@ fn bad_options_are_refused() {
     assert!(e.contains("--record-bytes must be at least 1"), "{e}");
     assert!(!out.exists(), "a failed computation wrote a layout");
 }
+
+#[test]
+fn experiments_write_a_csv_and_a_png_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("lfr.kgraph");
+    ok(&[
+        "graph",
+        "generate",
+        "--model",
+        "lfr",
+        "--nodes",
+        "1500",
+        "--avg-degree",
+        "10",
+        "--seed",
+        "3",
+        "-o",
+        p(&graph),
+    ]);
+    let out = dir.path().join("out");
+    let expected = [
+        ("bondhu-communities", "k,cost,improvement_total,", 10),
+        ("bondhu-models", "built_under,evaluated_under,", 9),
+        ("bondhu-evolution", "removed,fraction,cost,fresh_cost,degradation,", 10),
+    ];
+    for (name, header, rows) in expected {
+        ok(&["experiment", name, "--graph", p(&graph), "--out", p(&out)]);
+        let csv = std::fs::read_to_string(out.join(format!("{name}.csv"))).unwrap();
+        assert!(csv.starts_with(header), "{name}: {csv}");
+        assert_eq!(csv.lines().count(), rows + 1, "{name}: {csv}");
+        let png = std::fs::read(out.join(format!("{name}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name}: not a PNG");
+    }
+    // On an LFR graph (ids in random order) parcom beats input order at every K.
+    let csv = std::fs::read_to_string(out.join("bondhu-communities.csv")).unwrap();
+    for line in csv.lines().skip(1) {
+        let total: f64 = line.split(',').nth(2).unwrap().parse().unwrap();
+        assert!(total > 0.3, "{line}");
+    }
+}

@@ -2,5 +2,6 @@
 
 pub(crate) mod bench;
 pub(crate) mod demo;
+pub(crate) mod experiment;
 pub(crate) mod graph;
 pub(crate) mod layout;
