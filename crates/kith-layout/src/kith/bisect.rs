@@ -19,13 +19,18 @@
 
 use std::cell::RefCell;
 
-use kith_graph::{Graph, VertexId};
+use kith_graph::VertexId;
+
+use super::adjacency::Adjacency;
 use rayon::prelude::*;
 
 use crate::metrics::PAGE_BYTES;
 
 /// The most swap rounds per bisection.
-pub(crate) const ITERATIONS: usize = 16;
+pub(crate) const ITERATIONS: usize = 10;
+
+/// Rounds stop once they swap fewer than one vertex in this many.
+const MIN_SWAPS_PER_MILLE: usize = 1000;
 
 /// Where blocks are split and when the recursion stops.
 #[derive(Clone, Copy, Debug)]
@@ -53,10 +58,14 @@ impl Split {
 }
 
 struct Context<'g> {
-    graph: &'g Graph,
+    graph: &'g Adjacency,
     split: Split,
+    /// `(1 − p)^n` of probabilistic fanout for `n` up to the largest degree plus two.
+    miss: Vec<f64>,
     /// `log2(n)` for `n` up to the largest degree plus two.
     log2: Vec<f64>,
+    /// Blocks this short or shorter are left alone (0: recurse to the leaves).
+    limit: usize,
 }
 
 thread_local! {
@@ -64,32 +73,77 @@ thread_local! {
     static SCRATCH: RefCell<(Vec<u32>, Vec<u32>, u32)> = const { RefCell::new((Vec::new(), Vec::new(), 0)) };
 }
 
+/// Blocks at least this large are bisected before the graph is relabelled by the order.
+const RELABEL_FRACTION: usize = 16;
+
 /// Reorders `order` by recursive bisection.
+///
+/// The top levels run on `graph` as given; once blocks are below `n / 16` vertices the graph
+/// is relabelled by the order so far (see `adjacency.rs`) and the rest of the recursion runs
+/// on the relabelled graph, which only changes the speed.
 pub(crate) fn recursive_bisection(
-    graph: &Graph,
+    graph: &Adjacency,
     mut order: Vec<VertexId>,
     split: Split,
 ) -> Vec<VertexId> {
-    let max_degree = (0..graph.num_nodes() as VertexId).map(|v| graph.degree(v)).max().unwrap_or(0);
-    let log2 = (0..max_degree + 3).map(|n| (n.max(1) as f64).log2()).collect();
-    let ctx = Context { graph, split, log2 };
-    recurse(&ctx, &mut order, 0);
-    order
+    let n = graph.num_nodes();
+    let max_degree = (0..n as VertexId).map(|v| graph.degree(v)).max().unwrap_or(0);
+    let log2: Vec<f64> = (0..max_degree + 3).map(|n| (n.max(1) as f64).log2()).collect();
+    let miss: Vec<f64> = (0..max_degree + 3).map(|n| (1.0 - FANOUT_P).powi(n as i32)).collect();
+    let limit = (n / RELABEL_FRACTION).max(4096);
+    let top = Context { graph, split, miss: miss.clone(), log2: log2.clone(), limit };
+    let mut leaves = Vec::new();
+    recurse(&top, &mut order, 0, &mut leaves);
+    if leaves.len() == 1 {
+        // Too small to be worth relabelling: finish on the given graph.
+        let ctx = Context { limit: 0, ..top };
+        recurse(&ctx, &mut order, 0, &mut Vec::new());
+        return order;
+    }
+    let relabelled = graph.relabel(&order);
+    let ctx = Context { graph: &relabelled, split, miss, log2, limit: 0 };
+    let mut local: Vec<VertexId> = (0..n as VertexId).collect();
+    let mut blocks = Vec::with_capacity(leaves.len());
+    let mut rest: &mut [VertexId] = &mut local;
+    let mut start = 0;
+    leaves.sort_unstable();
+    for &(lo, hi) in &leaves {
+        debug_assert_eq!(lo, start);
+        let (block, tail) = rest.split_at_mut(hi - lo);
+        blocks.push((lo, block));
+        rest = tail;
+        start = hi;
+    }
+    blocks.into_par_iter().for_each(|(lo, block)| recurse(&ctx, block, lo, &mut Vec::new()));
+    local.iter().map(|&i| order[i as usize]).collect()
 }
 
-fn recurse(ctx: &Context<'_>, block: &mut [VertexId], lo: usize) {
+/// Bisects `block` (at positions `lo..`) recursively until blocks are leaves or no longer
+/// than `ctx.limit`; records those blocks' position ranges in `leaves`.
+fn recurse(ctx: &Context<'_>, block: &mut [VertexId], lo: usize, leaves: &mut Vec<(usize, usize)>) {
+    let hi = lo + block.len();
     if block.is_empty() {
         return;
     }
-    let Some(mid) = ctx.split.point(lo, lo + block.len()) else { return };
+    if block.len() <= ctx.limit {
+        leaves.push((lo, hi));
+        return;
+    }
+    let Some(mid) = ctx.split.point(lo, hi) else {
+        leaves.push((lo, hi));
+        return;
+    };
     let mid = mid - lo;
     bisect(ctx, block, mid);
     let (a, b) = block.split_at_mut(mid);
     if a.len() + b.len() > 2048 {
-        rayon::join(|| recurse(ctx, a, lo), || recurse(ctx, b, lo + mid));
+        let (mut left, mut right) = (Vec::new(), Vec::new());
+        rayon::join(|| recurse(ctx, a, lo, &mut left), || recurse(ctx, b, lo + mid, &mut right));
+        leaves.append(&mut left);
+        leaves.append(&mut right);
     } else {
-        recurse(ctx, a, lo);
-        recurse(ctx, b, lo + mid);
+        recurse(ctx, a, lo, leaves);
+        recurse(ctx, b, lo + mid, leaves);
     }
 }
 
@@ -100,7 +154,7 @@ struct Block {
     num_queries: usize,
 }
 
-fn local_queries(graph: &Graph, block: &[VertexId]) -> Block {
+fn local_queries(graph: &Adjacency, block: &[VertexId]) -> Block {
     SCRATCH.with(|cell| {
         let (slot, generation, current) = &mut *cell.borrow_mut();
         let n = graph.num_nodes();
@@ -143,8 +197,12 @@ struct Sides<'a> {
     /// `log2` of each side's size.
     log_a: f64,
     log_b: f64,
-    /// Probabilistic fanout (`1 − (1 − p)^n` per side) instead of the log-gap model.
-    fanout: Option<f64>,
+    /// Probabilistic fanout (`1 − (1 − p)^n` per side, from the table of `(1 − p)^n`)
+    /// instead of the log-gap model.
+    fanout: Option<&'a [f64]>,
+    /// Per query, the change in its cost if one of its members on side A (B) moved over.
+    delta_a: Vec<f64>,
+    delta_b: Vec<f64>,
 }
 
 impl Sides<'_> {
@@ -154,22 +212,43 @@ impl Sides<'_> {
 
     /// The log-gap model's cost of `n` query members on a side of `2^log_size` vertices.
     fn term(&self, n: u32, log_size: f64) -> f64 {
-        if let Some(p) = self.fanout {
-            return 1.0 - (1.0 - p).powi(n as i32);
+        if let Some(miss) = self.fanout {
+            return 1.0 - miss[n as usize];
         }
         f64::from(n) * (log_size - self.log2[n as usize + 1])
     }
 
-    fn recount(&mut self) {
-        self.count_a.fill(0);
-        self.count_b.fill(0);
-        for i in 0..self.in_a.len() {
-            let counts = if self.in_a[i] { &mut self.count_a } else { &mut self.count_b };
-            let qs = &self.local.queries
-                [self.local.offsets[i] as usize..self.local.offsets[i + 1] as usize];
-            for &q in qs {
-                counts[q as usize] += 1;
+    /// Recounts every query's members on side A; side B's are the rest of `total`. Large
+    /// blocks count in two halves in parallel.
+    fn recount(&mut self, total: &[u32], parallel: bool) {
+        let local = self.local;
+        let in_a = &self.in_a;
+        let count_range = |range: std::ops::Range<usize>, counts: &mut Vec<u32>| {
+            counts.fill(0);
+            for i in range.filter(|&i| in_a[i]) {
+                let qs = &local.queries[local.offsets[i] as usize..local.offsets[i + 1] as usize];
+                for &q in qs {
+                    counts[q as usize] += 1;
+                }
             }
+        };
+        let len = in_a.len();
+        if parallel {
+            let mut second = vec![0u32; total.len()];
+            let mut first = std::mem::take(&mut self.count_a);
+            rayon::join(
+                || count_range(0..len / 2, &mut first),
+                || count_range(len / 2..len, &mut second),
+            );
+            first.par_iter_mut().zip(&second).for_each(|(a, b)| *a += b);
+            self.count_a = first;
+        } else {
+            let mut counts = std::mem::take(&mut self.count_a);
+            count_range(0..len, &mut counts);
+            self.count_a = counts;
+        }
+        for ((b, a), t) in self.count_b.iter_mut().zip(&self.count_a).zip(total) {
+            *b = t - a;
         }
     }
 
@@ -188,6 +267,39 @@ impl Sides<'_> {
             };
         }
         g
+    }
+
+    /// Every query's move deltas from the current counts.
+    fn compute_deltas(&mut self, parallel: bool) {
+        let (la, lb) = (self.log_a, self.log_b);
+        let delta = |q: usize| {
+            let (na, nb) = (self.count_a[q], self.count_b[q]);
+            let from_a = if na > 0 {
+                self.term(na, la) - self.term(na - 1, la) + self.term(nb, lb)
+                    - self.term(nb + 1, lb)
+            } else {
+                0.0
+            };
+            let from_b = if nb > 0 {
+                self.term(nb, lb) - self.term(nb - 1, lb) + self.term(na, la)
+                    - self.term(na + 1, la)
+            } else {
+                0.0
+            };
+            (from_a, from_b)
+        };
+        let deltas: Vec<(f64, f64)> = if parallel {
+            (0..self.count_a.len()).into_par_iter().map(delta).collect()
+        } else {
+            (0..self.count_a.len()).map(delta).collect()
+        };
+        (self.delta_a, self.delta_b) = deltas.into_iter().unzip();
+    }
+
+    /// The gain of moving vertex `i` alone, from the deltas of the last `compute_deltas`.
+    fn stale_gain(&self, i: usize) -> f64 {
+        let delta = if self.in_a[i] { &self.delta_a } else { &self.delta_b };
+        self.queries(i).iter().map(|&q| delta[q as usize]).sum()
     }
 
     /// Moves vertex `i` to the other side.
@@ -212,10 +324,10 @@ const FANOUT_PAGES: u64 = 8;
 /// The `p` of probabilistic fanout (Kabiljo et al., VLDB 2017).
 const FANOUT_P: f64 = 0.5;
 
-/// The probabilistic-fanout `p` for a block of `len` vertices, if the block is that small.
-fn fanout_for(split: Split, len: usize) -> Option<f64> {
-    let Split::Pages { record_bytes } = split else { return None };
-    (len as u64 * record_bytes <= FANOUT_PAGES * PAGE_BYTES).then_some(FANOUT_P)
+/// Whether a block of `len` vertices is split on probabilistic fanout.
+fn fanout_for(split: Split, len: usize) -> bool {
+    let Split::Pages { record_bytes } = split else { return false };
+    len as u64 * record_bytes <= FANOUT_PAGES * PAGE_BYTES
 }
 
 /// Splits `block` into a first part of `mid` vertices and the rest, minimising the log-gap
@@ -231,21 +343,42 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
         count_b: vec![0; local.num_queries],
         log_a: (mid as f64).log2(),
         log_b: ((len - mid) as f64).log2(),
-        fanout: fanout_for(ctx.split, len),
+        fanout: fanout_for(ctx.split, len).then_some(&ctx.miss[..]),
+        delta_a: Vec::new(),
+        delta_b: Vec::new(),
     };
     let mut gains = vec![0.0f64; len];
     let parallel = len > 50_000;
+    // Members of every query in the block, whichever side they are on.
+    let mut total = vec![0u32; local.num_queries];
+    for &q in &local.queries {
+        total[q as usize] += 1;
+    }
     for _ in 0..ITERATIONS {
-        sides.recount();
+        sides.recount(&total, parallel);
+        sides.compute_deltas(parallel);
         if parallel {
-            gains.par_iter_mut().enumerate().for_each(|(i, g)| *g = sides.gain(i));
+            gains.par_iter_mut().enumerate().for_each(|(i, g)| *g = sides.stale_gain(i));
         } else {
             for (i, g) in gains.iter_mut().enumerate() {
-                *g = sides.gain(i);
+                *g = sides.stale_gain(i);
             }
         }
-        let mut movers_a: Vec<u32> = (0..len as u32).filter(|&i| sides.in_a[i as usize]).collect();
-        let mut movers_b: Vec<u32> = (0..len as u32).filter(|&i| !sides.in_a[i as usize]).collect();
+        // Only vertices that can be part of a gaining pair need sorting: a gain above minus
+        // the best gain on the other side.
+        let best = |in_a: bool| {
+            (0..len)
+                .filter(|&i| sides.in_a[i] == in_a)
+                .map(|i| gains[i])
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        let (best_a, best_b) = (best(true), best(false));
+        let mut movers_a: Vec<u32> = (0..len as u32)
+            .filter(|&i| sides.in_a[i as usize] && gains[i as usize] + best_b > 0.0)
+            .collect();
+        let mut movers_b: Vec<u32> = (0..len as u32)
+            .filter(|&i| !sides.in_a[i as usize] && gains[i as usize] + best_a > 0.0)
+            .collect();
         let by_gain =
             |x: &u32, y: &u32| gains[*y as usize].total_cmp(&gains[*x as usize]).then(x.cmp(y));
         if parallel {
@@ -273,7 +406,7 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
                 sides.flip(x);
             }
         }
-        if swapped == 0 {
+        if swapped * MIN_SWAPS_PER_MILLE < len {
             break;
         }
     }
@@ -289,6 +422,7 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kith_graph::Graph;
 
     #[test]
     fn page_splits_fall_on_page_boundaries() {
@@ -318,7 +452,8 @@ mod tests {
         let g = Graph::from_edges((0..16).collect(), false, edges);
         let mut start: Vec<u32> = (0..16).collect();
         start.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(7));
-        let order = recursive_bisection(&g, start, Split::Halves { leaf: 8 });
+        let order =
+            recursive_bisection(&Adjacency::from_graph(&g), start, Split::Halves { leaf: 8 });
         let first: Vec<u32> = order[..8].iter().map(|v| v % 2).collect();
         assert!(first.iter().all(|&p| p == first[0]), "{order:?}");
     }

@@ -17,6 +17,7 @@
 //!    vertex towards the weighted median of its friends' positions, kept when the cost falls)
 //!    and exact dynamic programming over sliding windows of consecutive positions.
 
+mod adjacency;
 mod bisect;
 mod la;
 mod pages;
@@ -26,6 +27,7 @@ use kith_graph::{Graph, VertexId};
 
 use crate::method::{LayoutConfig, Objective};
 use crate::metrics::PAGE_BYTES;
+use adjacency::Adjacency;
 
 /// The `kith` method's order.
 pub(crate) fn kith_order(
@@ -41,11 +43,19 @@ pub(crate) fn kith_order(
     } else {
         bisect::Split::Halves { leaf: 8 }
     };
+    // Start from breadth-first order, with the graph relabelled by it so that even the top
+    // levels of the bisection find a vertex's friends nearby in memory.
     let start = crate::baselines::bfs_order(graph);
-    let mut order = bisect::recursive_bisection(graph, start, split);
+    let adjacency = Adjacency::from_graph(graph).relabel(&start);
+    let n = start.len() as VertexId;
+    let local = bisect::recursive_bisection(&adjacency, (0..n).collect(), split);
+    let mut order: Vec<VertexId> = local.iter().map(|&i| start[i as usize]).collect();
     if pages {
         stages.stage("page refinement");
-        order = pages::refine(graph, order, config.record_bytes, config.seed);
+        // On the graph relabelled by the order, so that the search walks memory in order.
+        let adjacency = adjacency.relabel(&local);
+        let local = pages::refine(&adjacency, (0..n).collect(), config.record_bytes, config.seed);
+        order = local.iter().map(|&i| order[i as usize]).collect();
     }
     if config.objective == Objective::La {
         stages.stage("arrangement refinement");

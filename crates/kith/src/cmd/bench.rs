@@ -14,11 +14,15 @@ use crate::machine::{ChildRun, Machine, datasets_dir, git_commit, run_self, utc_
 pub(crate) enum BenchCommand {
     /// Text import throughput, .kgraph load time against it, and generator time and memory.
     Graph(GraphBenchArgs),
+    /// Every layout method on real graphs and LFR: costs, pages per friend list, kith's goals
+    /// as ratios, and kith's and parcom's time and memory at LiveJournal scale.
+    Layout(super::bench_layout::LayoutBenchArgs),
 }
 
 pub(crate) fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Graph(a) => graph(a),
+        BenchCommand::Layout(a) => super::bench_layout::run(a),
     }
 }
 

@@ -54,22 +54,36 @@ fn objective_parser() -> impl TypedValueParser<Value = Objective> {
 pub(crate) struct MethodOptions {
     /// parcom: the number of METIS parts.
     #[arg(long, default_value_t = 64)]
-    communities: usize,
+    pub(crate) communities: usize,
     /// modcom: the Louvain level, 0 = finest (default: the last).
     #[arg(long)]
-    level: Option<usize>,
+    pub(crate) level: Option<usize>,
     /// The edge-weight model for community detection and the greedy arrangement.
     #[arg(long, default_value = "uniform", value_parser = model_parser())]
-    model: WeightModel,
+    pub(crate) model: WeightModel,
     /// kith: the record size packed into 4 KiB pages.
     #[arg(long, default_value_t = 40)]
-    record_bytes: u64,
+    pub(crate) record_bytes: u64,
     /// kith: minimise pages per friend list (pages) or the linear-arrangement cost (la).
     #[arg(long, default_value = "pages", value_parser = objective_parser())]
-    objective: Objective,
+    pub(crate) objective: Objective,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
+}
+
+impl Default for MethodOptions {
+    /// The command line's defaults.
+    fn default() -> Self {
+        MethodOptions {
+            communities: 64,
+            level: None,
+            model: WeightModel::Uniform,
+            record_bytes: 40,
+            objective: Objective::Pages,
+            seed: 1,
+        }
+    }
 }
 
 impl MethodOptions {
@@ -307,6 +321,8 @@ pub(crate) struct CompareRow {
     pub log_gap_cost: f64,
     /// Compute time (excluding loading the graph), from the child process's own report.
     pub seconds: f64,
+    /// Wall time of the child process, loading the graph and writing the layout included.
+    pub process_seconds: f64,
     /// Peak resident memory of the child process that loaded the graph and computed the layout.
     pub peak_mb: f64,
     /// Mean pages per friend list at 4, 40 and 400 byte records.
@@ -348,6 +364,7 @@ pub(crate) fn compare_methods(
             cost: la_cost(graph, &layout),
             log_gap_cost: log_gap_cost(graph, &layout),
             seconds: report.seconds,
+            process_seconds: child.seconds,
             peak_mb: child.peak_rss_mb,
             pages: RECORD_SIZES[..3]
                 .iter()
