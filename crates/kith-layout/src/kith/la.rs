@@ -53,7 +53,7 @@ pub(crate) fn refine(graph: &Graph, weights: &[f64], mut order: Vec<VertexId>) -
     order
 }
 
-fn positions(order: &[VertexId]) -> Vec<u32> {
+pub(crate) fn positions(order: &[VertexId]) -> Vec<u32> {
     let mut pos = vec![0u32; order.len()];
     for (i, &v) in order.iter().enumerate() {
         pos[v as usize] = i as u32;
@@ -61,7 +61,7 @@ fn positions(order: &[VertexId]) -> Vec<u32> {
     pos
 }
 
-fn weighted_cost(graph: &Graph, weights: &[f64], pos: &[u32]) -> f64 {
+pub(crate) fn weighted_cost(graph: &Graph, weights: &[f64], pos: &[u32]) -> f64 {
     let csr = graph.out_csr();
     (0..graph.num_nodes() as VertexId)
         .into_par_iter()

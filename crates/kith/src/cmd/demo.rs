@@ -1,6 +1,7 @@
 //! `kith demo`: kith's main job on its embedded default, with nothing to install or download.
-//! For now: generate a social graph with planted communities, describe it, and round-trip it
-//! through a `.kgraph` snapshot. Later layers extend the demo.
+//! Generate a social graph with planted communities, describe it, round-trip it through a
+//! `.kgraph` snapshot, and lay its users out on disk: input order, Bondhu's parcom and kith's
+//! own method, compared by the pages a "list all friends" reads. Later layers extend the demo.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -9,6 +10,8 @@ use anyhow::{Result, ensure};
 use clap::Args;
 use kith_graph::LoadConfig;
 use kith_graph::generate::{LfrConfig, lfr};
+use kith_layout::metrics::mean_pages;
+use kith_layout::{LayoutConfig, Method, compute, la_cost, write_layout};
 
 use super::graph::stats_table;
 
@@ -65,9 +68,29 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
         "\ngenerated in {generate_s:.2} s; snapshot of {:.1} MB written in {save_s:.3} s, loaded and verified in {load_s:.3} s",
         bytes as f64 / 1e6
     );
+    println!("\nlayouts: where each user's record goes (pages of 4 KiB, 40-byte records)");
+    println!("{:<10}{:>18}{:>20}{:>12}", "method", "LA cost", "pages/friend list", "seconds");
+    let mut kith_layout = None;
+    for method in [Method::Default, Method::Random, Method::Parcom, Method::Kith] {
+        let start = Instant::now();
+        let config = LayoutConfig { method, seed: args.seed, progress: true, ..Default::default() };
+        let layout = compute(graph, &config)?.layout;
+        let seconds = start.elapsed().as_secs_f64();
+        println!(
+            "{:<10}{:>18}{:>20.3}{:>12.2}",
+            method.name(),
+            la_cost(graph, &layout),
+            mean_pages(graph, &layout, 40),
+            seconds
+        );
+        kith_layout = Some(layout);
+    }
     if args.keep.is_some() {
+        if let Some(layout) = &kith_layout {
+            write_layout(&dir.join("demo.layout"), graph, layout)?;
+        }
         kith_graph::write_communities(&dir.join("demo.cmty.txt"), &generated.communities())?;
-        println!("kept {} and demo.cmty.txt in {}", snapshot.display(), dir.display());
+        println!("kept {}, demo.cmty.txt and demo.layout in {}", snapshot.display(), dir.display());
     }
     Ok(())
 }
