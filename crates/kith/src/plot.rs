@@ -49,6 +49,24 @@ fn plot_error(e: impl std::fmt::Display, path: &Path) -> anyhow::Error {
     anyhow!("cannot draw {}: {e}", path.display())
 }
 
+/// Draws the legend and writes the file.
+fn finish<'a, DB, CT>(
+    mut ctx: ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    ctx.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    root.present()
+}
+
 /// Draws `series` as lines with markers into a 900×560 PNG at `path`.
 pub(crate) fn line_chart(path: &Path, chart: &LineChart<'_>, series: &[Series]) -> Result<()> {
     register_font();
@@ -99,15 +117,7 @@ pub(crate) fn line_chart(path: &Path, chart: &LineChart<'_>, series: &[Series]) 
         ctx.draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
             .map_err(|e| err(&e))?;
     }
-    ctx.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    finish(ctx, &root).map_err(|e| err(&e))
 }
 
 /// A grouped bar chart: one group per entry of `groups`, one bar per entry of `bars` in each,
@@ -164,13 +174,5 @@ pub(crate) fn bar_chart(
             .label(name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
     }
-    ctx.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    finish(ctx, &root).map_err(|e| err(&e))
 }

@@ -1,34 +1,11 @@
 //! `kith layout` end to end: every method on Bondhu's 7-node example, evaluation output, and
 //! the errors bad layout files and options get.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn kith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kith")).args(args).output().expect("run kith")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = kith(args);
-    assert!(out.status.success(), "kith {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = kith(args);
-    assert!(!out.status.success(), "kith {args:?} succeeded");
-    let stderr = String::from_utf8(out.stderr).expect("utf-8 stderr");
-    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
-    stderr.trim_end().to_owned()
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).expect("valid JSON")
-}
+use common::{fails, json, ok, p};
 
 /// Bondhu's worked example as a SNAP edge list.
 fn paper_example(dir: &Path) -> std::path::PathBuf {

@@ -73,15 +73,16 @@ pub(crate) struct MethodOptions {
 }
 
 impl Default for MethodOptions {
-    /// The command line's defaults.
+    /// The library's defaults, which the command line's defaults repeat.
     fn default() -> Self {
+        let d = LayoutConfig::default();
         MethodOptions {
-            communities: 64,
-            level: None,
-            model: WeightModel::Uniform,
-            record_bytes: 40,
-            objective: Objective::Pages,
-            seed: 1,
+            communities: d.communities,
+            level: d.level,
+            model: d.model,
+            record_bytes: d.record_bytes,
+            objective: d.objective,
+            seed: d.seed,
         }
     }
 }
