@@ -276,3 +276,56 @@ fn community_layout(
         partition: Some(partition),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// A random graph with isolated vertices and several components.
+    fn random_graph(n: u32, m: usize, seed: u64) -> Graph {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let edges = (0..m).map(|_| (rng.random_range(0..n), rng.random_range(0..n))).collect();
+        Graph::from_edges((0..u64::from(n)).map(|i| 3 * i + 1).collect(), false, edges)
+    }
+
+    #[test]
+    fn every_method_yields_a_permutation_on_random_graphs() {
+        for seed in 0..4 {
+            let g = random_graph(300 + 50 * seed as u32, 500, seed);
+            for method in Method::ALL {
+                for (objective, model) in [
+                    (Objective::Pages, WeightModel::Uniform),
+                    (Objective::La, WeightModel::Overlap),
+                ] {
+                    let config = LayoutConfig {
+                        method,
+                        objective,
+                        model,
+                        communities: 8,
+                        record_bytes: [4, 40, 400, 5000][seed as usize],
+                        seed,
+                        ..Default::default()
+                    };
+                    // `compute` builds the layout with `Layout::from_order`, which refuses
+                    // anything but a permutation of every vertex.
+                    let layout = compute(&g, &config).unwrap().layout;
+                    assert_eq!(layout.len(), g.num_nodes(), "{method}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn directed_graphs_and_bad_options_are_refused() {
+        let g = Graph::from_edges(vec![1, 2, 3], true, vec![(0, 1), (1, 2)]);
+        let err = compute(&g, &LayoutConfig::default()).unwrap_err().to_string();
+        assert!(err.contains("symmetrise"), "{err}");
+        let g = g.to_undirected();
+        let config = LayoutConfig { record_bytes: 0, ..Default::default() };
+        assert!(compute(&g, &config).is_err());
+        let config = LayoutConfig { method: Method::Modcom, level: Some(7), ..Default::default() };
+        let err = compute(&g, &config).unwrap_err().to_string();
+        assert!(err.contains("--level 7 does not exist"), "{err}");
+    }
+}
