@@ -85,6 +85,16 @@ impl Layout {
     }
 }
 
+/// The inverse of a permutation `order` of `0..n`: the position of every vertex. Callers
+/// guarantee `order` is a permutation ([`Layout::from_order`] checks one).
+pub(crate) fn inverse(order: &[VertexId]) -> Vec<u32> {
+    let mut position = vec![0u32; order.len()];
+    for (i, &v) in order.iter().enumerate() {
+        position[v as usize] = i as u32;
+    }
+    position
+}
+
 /// Writes `layout` as a layout file of `graph`'s original ids, gzip-compressed when the name
 /// ends in `.gz`. The file is written beside its final name and renamed into place, so a
 /// reader never sees half a layout.

@@ -247,7 +247,8 @@ pub fn compute(graph: &Graph, config: &LayoutConfig) -> Result<Computed> {
             community_layout(graph, &w, partition, Some(level), Some(levels), config.seed)
         }
         Method::Kith => {
-            let w = weights()?;
+            // Only the LA objective weighs friendships; pages count every friend alike.
+            let w = if config.objective == Objective::La { weights()? } else { Vec::new() };
             plain(kith::kith_order(graph, &w, config, &stages))
         }
     };

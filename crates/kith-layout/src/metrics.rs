@@ -47,24 +47,36 @@ pub fn la_cost(graph: &Graph, layout: &Layout) -> u64 {
 
 /// The weighted linear-arrangement cost, `weights` aligned with the CSR entries.
 pub fn weighted_la_cost(graph: &Graph, layout: &Layout, weights: &[f64]) -> f64 {
-    per_user_costs(graph, layout, weights).iter().sum::<f64>() / 2.0
+    weighted_cost_at(graph, layout.positions(), weights)
+}
+
+/// The weighted linear-arrangement cost for vertex positions `pos`.
+pub(crate) fn weighted_cost_at(graph: &Graph, pos: &[u32], weights: &[f64]) -> f64 {
+    (0..graph.num_nodes() as VertexId)
+        .into_par_iter()
+        .map(|u| user_cost(graph, pos, weights, u))
+        .sum::<f64>()
+        / 2.0
+}
+
+/// `Σ_{v ∈ N(u)} w(u,v)·|π(u) − π(v)|` for positions `pos`.
+fn user_cost(graph: &Graph, pos: &[u32], weights: &[f64], u: VertexId) -> f64 {
+    let csr = graph.out_csr();
+    let (start, end) = csr.range(u);
+    let pu = pos[u as usize];
+    csr.targets()[start..end]
+        .iter()
+        .zip(&weights[start..end])
+        .map(|(&v, &w)| w * f64::from(pu.abs_diff(pos[v as usize])))
+        .sum()
 }
 
 /// Every user's cost `Σ_{v ∈ N(u)} w(u,v)·|π(u) − π(v)|`, indexed by vertex.
 pub fn per_user_costs(graph: &Graph, layout: &Layout, weights: &[f64]) -> Vec<f64> {
     let pos = layout.positions();
-    let csr = graph.out_csr();
     (0..graph.num_nodes() as VertexId)
         .into_par_iter()
-        .map(|u| {
-            let (start, end) = csr.range(u);
-            let pu = pos[u as usize];
-            csr.targets()[start..end]
-                .iter()
-                .zip(&weights[start..end])
-                .map(|(&v, &w)| w * f64::from(pu.abs_diff(pos[v as usize])))
-                .sum()
-        })
+        .map(|u| user_cost(graph, pos, weights, u))
         .collect()
 }
 

@@ -28,10 +28,7 @@ impl Adjacency {
     /// The same graph with vertex `order[i]` renamed `i`.
     pub(crate) fn relabel(&self, order: &[VertexId]) -> Adjacency {
         let n = self.num_nodes();
-        let mut new_id = vec![0 as VertexId; n];
-        for (i, &v) in order.iter().enumerate() {
-            new_id[v as usize] = i as VertexId;
-        }
+        let new_id = crate::layout::inverse(order);
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(0);
         for &v in order {

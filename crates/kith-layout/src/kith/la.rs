@@ -16,6 +16,9 @@
 use kith_graph::{Graph, VertexId};
 use rayon::prelude::*;
 
+use crate::layout::inverse;
+use crate::metrics::weighted_cost_at;
+
 /// Graphs this small are arranged exactly.
 pub(crate) const EXACT: usize = 12;
 
@@ -25,12 +28,12 @@ pub(crate) fn refine(graph: &Graph, weights: &[f64], mut order: Vec<VertexId>) -
     if n <= 1 {
         return order;
     }
-    let mut pos = positions(&order);
-    let mut cost = weighted_cost(graph, weights, &pos);
+    let mut pos = inverse(&order);
+    let mut cost = weighted_cost_at(graph, &pos, weights);
     for _ in 0..50 {
         let candidate = median_step(graph, weights, &order, &pos);
-        let candidate_pos = positions(&candidate);
-        let candidate_cost = weighted_cost(graph, weights, &candidate_pos);
+        let candidate_pos = inverse(&candidate);
+        let candidate_cost = weighted_cost_at(graph, &candidate_pos, weights);
         if candidate_cost >= cost * (1.0 - 1e-5) {
             break;
         }
@@ -51,30 +54,6 @@ pub(crate) fn refine(graph: &Graph, weights: &[f64], mut order: Vec<VertexId>) -
         cost -= gained;
     }
     order
-}
-
-pub(crate) fn positions(order: &[VertexId]) -> Vec<u32> {
-    let mut pos = vec![0u32; order.len()];
-    for (i, &v) in order.iter().enumerate() {
-        pos[v as usize] = i as u32;
-    }
-    pos
-}
-
-pub(crate) fn weighted_cost(graph: &Graph, weights: &[f64], pos: &[u32]) -> f64 {
-    let csr = graph.out_csr();
-    (0..graph.num_nodes() as VertexId)
-        .into_par_iter()
-        .map(|u| {
-            let (s, e) = csr.range(u);
-            csr.targets()[s..e]
-                .iter()
-                .zip(&weights[s..e])
-                .map(|(&v, &w)| w * f64::from(pos[u as usize].abs_diff(pos[v as usize])))
-                .sum::<f64>()
-        })
-        .sum::<f64>()
-        / 2.0
 }
 
 fn median_step(graph: &Graph, weights: &[f64], order: &[VertexId], pos: &[u32]) -> Vec<VertexId> {
@@ -306,7 +285,7 @@ mod tests {
         let start: Vec<VertexId> = crate::baselines::random_order(g, 3);
         let before = la_cost(g, &Layout::from_order(start.clone()).unwrap());
         let mut order = start;
-        let mut pos = positions(&order);
+        let mut pos = inverse(&order);
         let gained = window_sweep(g, &w, &mut order, &mut pos, 8);
         let after = la_cost(g, &Layout::from_order(order).unwrap());
         assert_eq!(before - after, gained as u64);

@@ -27,11 +27,14 @@ mod pages;
 use kith_graph::progress::Stages;
 use kith_graph::{Graph, VertexId};
 
+use crate::layout::inverse;
 use crate::method::{LayoutConfig, Objective};
 use crate::metrics::PAGE_BYTES;
+use crate::metrics::weighted_cost_at;
 use adjacency::Adjacency;
 
-/// The `kith` method's order.
+/// The `kith` method's order. `weights` (aligned with the CSR entries) are read only by the
+/// LA objective; the pages objective counts every friend alike.
 pub(crate) fn kith_order(
     graph: &Graph,
     weights: &[f64],
@@ -73,7 +76,7 @@ pub(crate) fn kith_order(
             || la::refine(graph, weights, order),
             || la::refine(graph, weights, communities),
         );
-        let cost = |o: &[VertexId]| la::weighted_cost(graph, weights, &la::positions(o));
+        let cost = |o: &[VertexId]| weighted_cost_at(graph, &inverse(o), weights);
         order = if cost(&b) < cost(&a) { b } else { a };
     }
     order

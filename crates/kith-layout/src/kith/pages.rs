@@ -282,10 +282,7 @@ impl Search<'_> {
 impl<'g> Search<'g> {
     fn new(graph: &'g Adjacency, order: Vec<VertexId>, record_bytes: u64) -> Search<'g> {
         let n = order.len();
-        let mut pos = vec![0u32; n];
-        for (i, &v) in order.iter().enumerate() {
-            pos[v as usize] = i as u32;
-        }
+        let pos = crate::layout::inverse(&order);
         let home: Vec<u32> =
             (0..n).map(|v| (u64::from(pos[v]) * record_bytes / PAGE_BYTES) as u32).collect();
         let counts = PageCounts::build(graph, &home);
