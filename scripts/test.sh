@@ -11,6 +11,7 @@ if ! need cargo; then
 fi
 cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+bash scripts/system-deps.sh
 if ! need python3; then
     apt-get update -qq && apt-get install -y -qq python3 python3-pip python3-venv
 fi

@@ -132,8 +132,12 @@ pub struct LayoutConfig {
     pub level: Option<usize>,
     /// The edge-weight model for community detection and the greedy; default uniform.
     pub model: WeightModel,
-    /// The record size the `kith` method packs into 4 KiB pages; default 40 bytes.
+    /// The record size the `kith` method packs into pages; default 40 bytes.
     pub record_bytes: u64,
+    /// The page size the `kith` method packs records into; default 4 KiB. A store whose
+    /// blocks hold a whole number N of fixed-size entries of E bytes sets E and N·E here, so
+    /// that the model's pages are its blocks exactly.
+    pub page_bytes: u64,
     /// What the `kith` method minimises; default pages.
     pub objective: Objective,
     /// Seed of every random choice; default 1.
@@ -150,6 +154,7 @@ impl Default for LayoutConfig {
             level: None,
             model: WeightModel::Uniform,
             record_bytes: 40,
+            page_bytes: crate::metrics::PAGE_BYTES,
             objective: Objective::Pages,
             seed: 1,
             progress: false,

@@ -111,17 +111,17 @@ pub fn pages_touched(
     scratch.push(pos[u as usize]);
     scratch.extend(graph.neighbors(u).iter().map(|&v| pos[v as usize]));
     scratch.sort_unstable();
-    pages_of_sorted(scratch, record_bytes)
+    pages_of_sorted(scratch, record_bytes, PAGE_BYTES)
 }
 
-/// The distinct pages holding the records at the ascending positions `sorted`.
-pub(crate) fn pages_of_sorted(sorted: &[u32], record_bytes: u64) -> u64 {
+/// The distinct pages of `page_bytes` holding the records at the ascending positions `sorted`.
+pub(crate) fn pages_of_sorted(sorted: &[u32], record_bytes: u64, page_bytes: u64) -> u64 {
     let mut pages = 0;
     // One past the last page counted so far.
     let mut next_free = 0u64;
     for &p in sorted {
-        let first = u64::from(p) * record_bytes / PAGE_BYTES;
-        let last = (u64::from(p) * record_bytes + record_bytes - 1) / PAGE_BYTES;
+        let first = u64::from(p) * record_bytes / page_bytes;
+        let last = (u64::from(p) * record_bytes + record_bytes - 1) / page_bytes;
         let from = first.max(next_free);
         if last >= from {
             pages += last - from + 1;
@@ -207,7 +207,22 @@ pub fn page_counts(graph: &Graph, layout: &Layout, record_bytes: u64) -> Vec<u64
 
 /// The mean pages per "list all friends" (the pages objective).
 pub fn mean_pages(graph: &Graph, layout: &Layout, record_bytes: u64) -> f64 {
-    let total: u64 = page_counts(graph, layout, record_bytes).iter().sum();
+    mean_pages_of(graph, layout, record_bytes, PAGE_BYTES)
+}
+
+/// The mean pages of `page_bytes` per "list all friends" for records of `record_bytes`.
+pub fn mean_pages_of(graph: &Graph, layout: &Layout, record_bytes: u64, page_bytes: u64) -> f64 {
+    let pos = layout.positions();
+    let total: u64 = (0..graph.num_nodes() as VertexId)
+        .into_par_iter()
+        .map_init(Vec::new, |scratch: &mut Vec<u32>, u| {
+            scratch.clear();
+            scratch.push(pos[u as usize]);
+            scratch.extend(graph.neighbors(u).iter().map(|&v| pos[v as usize]));
+            scratch.sort_unstable();
+            pages_of_sorted(scratch, record_bytes, page_bytes)
+        })
+        .sum();
     total as f64 / graph.num_nodes().max(1) as f64
 }
 

@@ -27,6 +27,9 @@ enum Command {
     /// Compute, evaluate and compare layouts: where each user's record goes on disk.
     #[command(subcommand)]
     Layout(cmd::layout::LayoutCommand),
+    /// The layout-aware store on RocksDB: build, relayout, status, verify.
+    #[command(subcommand)]
+    Store(cmd::store::StoreCommand),
     /// Reproduce the papers' experiments: CSV tables and PNG charts.
     #[command(subcommand)]
     Experiment(cmd::experiment::ExperimentCommand),
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Graph(c) => cmd::graph::run(c),
         Command::Layout(c) => cmd::layout::run(c),
+        Command::Store(c) => cmd::store::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Demo(a) => cmd::demo::run(a),

@@ -69,6 +69,15 @@ where
 
 /// Draws `series` as lines with markers into a 900×560 PNG at `path`.
 pub(crate) fn line_chart(path: &Path, chart: &LineChart<'_>, series: &[Series]) -> Result<()> {
+    xy_chart(path, chart, series, true)
+}
+
+/// Draws `series` as markers only (a scatter plot) into a 900×560 PNG at `path`.
+pub(crate) fn scatter_chart(path: &Path, chart: &LineChart<'_>, series: &[Series]) -> Result<()> {
+    xy_chart(path, chart, series, false)
+}
+
+fn xy_chart(path: &Path, chart: &LineChart<'_>, series: &[Series], lines: bool) -> Result<()> {
     register_font();
     let err = |e: &dyn std::fmt::Display| plot_error(e, path);
     let all = series.iter().flat_map(|s| s.points.iter());
@@ -108,14 +117,22 @@ pub(crate) fn line_chart(path: &Path, chart: &LineChart<'_>, series: &[Series]) 
         let colour = COLOURS[i % COLOURS.len()];
         let points: Vec<(f64, f64)> =
             s.points.iter().map(|&(x, y)| (if log2_x { x.log2() } else { x }, y)).collect();
-        ctx.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-            });
-        ctx.draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+        let legend = move |(x, y): (i32, i32)| {
+            PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+        };
+        if lines {
+            ctx.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(s.name.clone())
+                .legend(legend);
+        }
+        let radius = if lines { 3 } else { 2 };
+        let dots = ctx
+            .draw_series(points.iter().map(|&p| Circle::new(p, radius, colour.filled())))
             .map_err(|e| err(&e))?;
+        if !lines {
+            dots.label(s.name.clone()).legend(legend);
+        }
     }
     finish(ctx, &root).map_err(|e| err(&e))
 }

@@ -24,8 +24,6 @@ use kith_graph::VertexId;
 use super::adjacency::Adjacency;
 use rayon::prelude::*;
 
-use crate::metrics::PAGE_BYTES;
-
 /// The most swap rounds per bisection.
 pub(crate) const ITERATIONS: usize = 10;
 
@@ -36,7 +34,7 @@ const MIN_SWAPS_PER_MILLE: usize = 1000;
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Split {
     /// At page boundaries for records of this size; stop at one page.
-    Pages { record_bytes: u64 },
+    Pages { record_bytes: u64, page_bytes: u64 },
     /// In halves; stop at `leaf` vertices or fewer.
     Halves { leaf: usize },
 }
@@ -46,10 +44,10 @@ impl Split {
     fn point(self, lo: usize, hi: usize) -> Option<usize> {
         match self {
             Split::Halves { leaf } => (hi - lo > leaf.max(1)).then_some(lo + (hi - lo) / 2),
-            Split::Pages { record_bytes } => {
-                let page = |p: usize| p as u64 * record_bytes / PAGE_BYTES;
+            Split::Pages { record_bytes, page_bytes } => {
+                let page = |p: usize| p as u64 * record_bytes / page_bytes;
                 let (first, last) = (page(lo), page(hi - 1));
-                let boundary = (first + last).div_ceil(2) * PAGE_BYTES;
+                let boundary = (first + last).div_ceil(2) * page_bytes;
                 let mid = boundary.div_ceil(record_bytes) as usize;
                 (mid > lo && mid < hi).then_some(mid)
             }
@@ -326,8 +324,8 @@ const FANOUT_P: f64 = 0.5;
 
 /// Whether a block of `len` vertices is split on probabilistic fanout.
 fn fanout_for(split: Split, len: usize) -> bool {
-    let Split::Pages { record_bytes } = split else { return false };
-    len as u64 * record_bytes <= FANOUT_PAGES * PAGE_BYTES
+    let Split::Pages { record_bytes, page_bytes } = split else { return false };
+    len as u64 * record_bytes <= FANOUT_PAGES * page_bytes
 }
 
 /// Splits `block` into a first part of `mid` vertices and the rest, minimising the log-gap
@@ -422,11 +420,12 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::PAGE_BYTES;
     use kith_graph::Graph;
 
     #[test]
     fn page_splits_fall_on_page_boundaries() {
-        let split = Split::Pages { record_bytes: 40 };
+        let split = Split::Pages { record_bytes: 40, page_bytes: PAGE_BYTES };
         // 4096 / 40 = 102.4 records per page; positions 0..1024 cover 10 pages.
         let mid = split.point(0, 1024).unwrap();
         assert_eq!(mid, (5 * 4096u64).div_ceil(40) as usize);

@@ -29,7 +29,6 @@ use kith_graph::{Graph, VertexId};
 
 use crate::layout::inverse;
 use crate::method::{LayoutConfig, Objective};
-use crate::metrics::PAGE_BYTES;
 use crate::metrics::weighted_cost_at;
 use adjacency::Adjacency;
 
@@ -41,10 +40,10 @@ pub(crate) fn kith_order(
     config: &LayoutConfig,
     stages: &Stages,
 ) -> Vec<VertexId> {
-    let pages = config.objective == Objective::Pages && config.record_bytes < PAGE_BYTES;
+    let pages = config.objective == Objective::Pages && config.record_bytes < config.page_bytes;
     stages.stage("recursive bisection");
     let split = if pages {
-        bisect::Split::Pages { record_bytes: config.record_bytes }
+        bisect::Split::Pages { record_bytes: config.record_bytes, page_bytes: config.page_bytes }
     } else {
         bisect::Split::Halves { leaf: 8 }
     };
@@ -59,7 +58,13 @@ pub(crate) fn kith_order(
         stages.stage("page refinement");
         // On the graph relabelled by the order, so that the search walks memory in order.
         let adjacency = adjacency.relabel(&local);
-        let local = pages::refine(&adjacency, (0..n).collect(), config.record_bytes, config.seed);
+        let local = pages::refine(
+            &adjacency,
+            (0..n).collect(),
+            config.record_bytes,
+            config.page_bytes,
+            config.seed,
+        );
         order = local.iter().map(|&i| order[i as usize]).collect();
     }
     if config.objective == Objective::La {

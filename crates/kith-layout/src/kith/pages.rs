@@ -22,8 +22,6 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 
-use crate::metrics::PAGE_BYTES;
-
 /// The most target pages considered per vertex (the most frequent among its friends').
 const CANDIDATES: usize = 8;
 /// The most partners tried on a target page (sampled when the page holds more records).
@@ -125,6 +123,7 @@ impl PageCounts {
 struct Search<'g> {
     graph: &'g Adjacency,
     record_bytes: u64,
+    page_bytes: u64,
     order: Vec<VertexId>,
     pos: Vec<u32>,
     home: Vec<u32>,
@@ -133,13 +132,13 @@ struct Search<'g> {
 
 impl Search<'_> {
     fn page_of(&self, position: usize) -> u32 {
-        (position as u64 * self.record_bytes / PAGE_BYTES) as u32
+        (position as u64 * self.record_bytes / self.page_bytes) as u32
     }
 
     /// The positions whose records start on `page`.
     fn page_range(&self, page: u32) -> std::ops::Range<usize> {
-        let start = (u64::from(page) * PAGE_BYTES).div_ceil(self.record_bytes) as usize;
-        let end = (u64::from(page + 1) * PAGE_BYTES).div_ceil(self.record_bytes) as usize;
+        let start = (u64::from(page) * self.page_bytes).div_ceil(self.record_bytes) as usize;
+        let end = (u64::from(page + 1) * self.page_bytes).div_ceil(self.record_bytes) as usize;
         start.min(self.order.len())..end.min(self.order.len())
     }
 
@@ -280,13 +279,18 @@ impl Search<'_> {
 }
 
 impl<'g> Search<'g> {
-    fn new(graph: &'g Adjacency, order: Vec<VertexId>, record_bytes: u64) -> Search<'g> {
+    fn new(
+        graph: &'g Adjacency,
+        order: Vec<VertexId>,
+        record_bytes: u64,
+        page_bytes: u64,
+    ) -> Search<'g> {
         let n = order.len();
         let pos = crate::layout::inverse(&order);
         let home: Vec<u32> =
-            (0..n).map(|v| (u64::from(pos[v]) * record_bytes / PAGE_BYTES) as u32).collect();
+            (0..n).map(|v| (u64::from(pos[v]) * record_bytes / page_bytes) as u32).collect();
         let counts = PageCounts::build(graph, &home);
-        Search { graph, record_bytes, order, pos, home, counts }
+        Search { graph, record_bytes, page_bytes, order, pos, home, counts }
     }
 
     /// Puts on the last position of each page, where the record straddles into the next
@@ -301,7 +305,7 @@ impl<'g> Search<'g> {
                 continue;
             }
             let last = range.end - 1;
-            let ends = (last as u64 * self.record_bytes + self.record_bytes - 1) / PAGE_BYTES;
+            let ends = (last as u64 * self.record_bytes + self.record_bytes - 1) / self.page_bytes;
             if ends == u64::from(page) {
                 continue;
             }
@@ -322,25 +326,26 @@ impl<'g> Search<'g> {
     }
 }
 
-/// Refines `order` for pages of `record_bytes`-byte records.
+/// Refines `order` for pages of `page_bytes` holding `record_bytes`-byte records.
 pub(crate) fn refine(
     graph: &Adjacency,
     order: Vec<VertexId>,
     record_bytes: u64,
+    page_bytes: u64,
     seed: u64,
 ) -> Vec<VertexId> {
     let n = order.len();
-    if n < 2 || record_bytes >= PAGE_BYTES {
+    if n < 2 || record_bytes >= page_bytes {
         return order;
     }
-    let mut search = Search::new(graph, order, record_bytes);
+    let mut search = Search::new(graph, order, record_bytes, page_bytes);
     let total: u64 = search.counts.len.iter().map(|&l| u64::from(l)).sum();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ 0x0070_6167_6573);
     // The first round visits everyone; later rounds only the vertices near a swap.
     let mut visit: Vec<VertexId> = search.order.clone();
     let mut moved = Vec::new();
     let mut mark = vec![false; n];
-    let rounds = if PAGE_BYTES / record_bytes <= MAX_SWAP_RECORDS { ROUNDS } else { 0 };
+    let rounds = if page_bytes / record_bytes <= MAX_SWAP_RECORDS { ROUNDS } else { 0 };
     for _ in 0..rounds {
         // In position order: neighbouring records share queries, so their counts are warm
         // in the cache.
@@ -371,6 +376,7 @@ pub(crate) fn refine(
 mod tests {
     use super::*;
     use crate::Layout;
+    use crate::metrics::PAGE_BYTES;
     use crate::metrics::mean_pages;
 
     fn lfr() -> kith_graph::generate::Lfr {
@@ -391,7 +397,7 @@ mod tests {
         let start = crate::baselines::random_order(g, 1);
         for s in [40, 200, 400] {
             let before = mean_pages(g, &Layout::from_order(start.clone()).unwrap(), s);
-            let order = refine(&adj, start.clone(), s, 3);
+            let order = refine(&adj, start.clone(), s, PAGE_BYTES, 3);
             let after = mean_pages(g, &Layout::from_order(order).unwrap(), s);
             if s >= 128 {
                 assert!(after < before * 0.9, "{s} B: {before} -> {after}");
@@ -407,19 +413,19 @@ mod tests {
         let lfr = lfr();
         let adj = Adjacency::from_graph(&lfr.graph);
         let start = crate::baselines::random_order(&lfr.graph, 2);
-        let mut search = Search::new(&adj, start, 400);
+        let mut search = Search::new(&adj, start, 400, PAGE_BYTES);
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
         let mut moved = Vec::new();
         let visit = search.order.clone();
         let saved = search.round(&visit, &mut moved, &mut rng);
         assert!(saved > 0 && !moved.is_empty());
-        let fresh = Search::new(&adj, search.order.clone(), 400);
+        let fresh = Search::new(&adj, search.order.clone(), 400, PAGE_BYTES);
         assert_eq!(search.home, fresh.home);
         for q in 0..adj.num_nodes() as VertexId {
             assert_eq!(search.counts.list(q), fresh.counts.list(q), "query {q}");
         }
         let total = |s: &Search<'_>| s.counts.len.iter().map(|&l| i64::from(l)).sum::<i64>();
-        let before = Search::new(&adj, visit, 400);
+        let before = Search::new(&adj, visit, 400, PAGE_BYTES);
         assert_eq!(total(&before) - total(&search), saved);
     }
 }

@@ -17,12 +17,28 @@ pub(crate) enum BenchCommand {
     /// Every layout method on real graphs and LFR: costs, pages per friend list, kith's goals
     /// as ratios, and kith's and parcom's time and memory at LiveJournal scale.
     Layout(super::bench_layout::LayoutBenchArgs),
+    /// Bondhu's "list all friends" on one store, cold or warm: response times, pages and bytes
+    /// read, and a disk model's estimate.
+    Friends(super::bench_friends::FriendsArgs),
+    /// The store on real graphs: device pages per "list all friends" for every layout and
+    /// data size (cold), read and durable-write throughput, fsyncs per write.
+    Store(super::bench_store::StoreBenchArgs),
+    /// The long crash test: SIGKILL a durable writer at random moments, verify and check every
+    /// acknowledged write after each restart.
+    Crash(super::bench_store::CrashArgs),
+    /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
+    #[command(hide = true)]
+    CrashCheck(super::bench_store::CrashCheckArgs),
 }
 
 pub(crate) fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Graph(a) => graph(a),
         BenchCommand::Layout(a) => super::bench_layout::run(a),
+        BenchCommand::Friends(a) => super::bench_friends::run(a),
+        BenchCommand::Store(a) => super::bench_store::store_bench(a),
+        BenchCommand::Crash(a) => super::bench_store::crash(a),
+        BenchCommand::CrashCheck(a) => super::bench_store::crash_check(a),
     }
 }
 

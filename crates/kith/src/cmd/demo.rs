@@ -1,7 +1,9 @@
 //! `kith demo`: kith's main job on its embedded default, with nothing to install or download.
 //! Generate a social graph with planted communities, describe it, round-trip it through a
 //! `.kgraph` snapshot, and lay its users out on disk: input order, Bondhu's parcom and kith's
-//! own method, compared by the pages a "list all friends" reads. Later layers extend the demo.
+//! own method, compared by the pages a "list all friends" reads; then store the users in
+//! RocksDB under two of those layouts and time "list all friends" from the device, with a
+//! relayout, durable writes and a full verification. Later layers extend the demo.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -70,7 +72,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
     );
     println!("\nlayouts: where each user's record goes (pages of 4 KiB, 40-byte records)");
     println!("{:<10}{:>18}{:>20}{:>12}", "method", "LA cost", "pages/friend list", "seconds");
-    let mut kith_layout = None;
+    let mut layouts = Vec::new();
     for method in [Method::Default, Method::Random, Method::Parcom, Method::Kith] {
         let start = Instant::now();
         let config = LayoutConfig { method, seed: args.seed, progress: true, ..Default::default() };
@@ -83,14 +85,135 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
             mean_pages(graph, &layout, 40),
             seconds
         );
-        kith_layout = Some(layout);
+        layouts.push((method, layout));
     }
+    store_demo(&dir, graph, &layouts, args.seed)?;
     if args.keep.is_some() {
-        if let Some(layout) = &kith_layout {
+        if let Some((_, layout)) = layouts.last() {
             write_layout(&dir.join("demo.layout"), graph, layout)?;
         }
         kith_graph::write_communities(&dir.join("demo.cmty.txt"), &generated.communities())?;
         println!("kept {}, demo.cmty.txt and demo.layout in {}", snapshot.display(), dir.display());
     }
+    Ok(())
+}
+
+/// Two stores of the same users, under random order and kith's layout: "list all friends"
+/// from the device, then durable writes, a relayout and a full verification.
+fn store_demo(
+    dir: &std::path::Path,
+    graph: &kith_graph::Graph,
+    layouts: &[(Method, kith_layout::Layout)],
+    seed: u64,
+) -> Result<()> {
+    use kith_store::{
+        BuildOptions, CacheMode, DataSpec, FriendsBench, NewLayout, OpenOptions, Store,
+    };
+    const DATA: u64 = 400;
+    println!(
+        "\nstore: users in RocksDB keyed by layout position, {DATA}-byte data blocks; \
+         \"list all friends\" of 300 random users, cold (direct reads, caches dropped)"
+    );
+    println!(
+        "{:<10}{:>12}{:>14}{:>16}{:>16}",
+        "layout", "build s", "median ms", "pages/query", "HDD model ms"
+    );
+    let mut kept = None;
+    for (method, layout) in
+        layouts.iter().filter(|(m, _)| matches!(m, Method::Random | Method::Kith))
+    {
+        let path = dir.join(format!("store-{method}"));
+        if path.exists() {
+            std::fs::remove_dir_all(&path)?;
+        }
+        let start = Instant::now();
+        let options = BuildOptions {
+            data: DataSpec::Fixed(DATA),
+            seed,
+            progress: true,
+            ..Default::default()
+        };
+        let config = kith_store::paged_config(
+            LayoutConfig { method: *method, seed, ..Default::default() },
+            DATA,
+            kith_store::DEFAULT_CHUNK_BYTES,
+        );
+        // kith's layout again, for the store's own pages: blocks of 400-byte entries.
+        let paged;
+        let layout = if *method == Method::Kith {
+            paged = compute(graph, &config)?.layout;
+            &paged
+        } else {
+            layout
+        };
+        drop(kith_store::build(
+            &path,
+            graph,
+            layout,
+            kith_store::LayoutMeta::of(&config),
+            &options,
+        )?);
+        let build_s = start.elapsed().as_secs_f64();
+        let store =
+            Store::open(&path, &OpenOptions { mode: CacheMode::Cold, ..Default::default() })?;
+        let bench = FriendsBench {
+            users: 300,
+            repeat: 3,
+            device: Some(kith_store::DeviceModel::Hdd(kith_store::Hdd::default())),
+            seed,
+            progress: true,
+            ..Default::default()
+        };
+        let s = store.bench_friends(&bench)?.summary;
+        println!(
+            "{:<10}{:>12.2}{:>14.3}{:>16.2}{:>16.2}",
+            method.name(),
+            build_s,
+            s.median_ms,
+            s.pages_read_mean,
+            s.model_mean_ms.unwrap_or(f64::NAN)
+        );
+        kept = Some(path);
+    }
+    let Some(path) = kept else { return Ok(()) };
+    let store = Store::open(&path, &OpenOptions::default())?;
+    let uids = graph.original_ids();
+    let start = Instant::now();
+    let mut added = 0;
+    for i in 0..200usize {
+        let (u, v) = (uids[(i * 7919) % uids.len()], uids[(i * 104_729 + 13) % uids.len()]);
+        if u != v && store.add_friend(u, v)? {
+            added += 1;
+        }
+    }
+    println!(
+        "\n{added} durable add_friend calls (WAL fsynced before each returns) in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    let status = store.status(None)?;
+    println!(
+        "status: {} users, {} friendships, layout cost {} vs fresh {} (degradation {:+.2} %)",
+        status.users,
+        status.friendships,
+        status.layout_cost,
+        status.fresh_layout_cost,
+        100.0 * status.degradation
+    );
+    let config = kith_store::paged_config(
+        LayoutConfig { method: Method::Kith, seed, ..Default::default() },
+        DATA,
+        kith_store::DEFAULT_CHUNK_BYTES,
+    );
+    let r = store.relayout(NewLayout::Compute(config), true)?;
+    println!(
+        "relayout to generation {}: cost {} -> {} ({:.2} s computing, {:.2} s rewriting)",
+        r.to_generation, r.cost_before, r.cost_after, r.compute_seconds, r.rewrite_seconds
+    );
+    let report = store.verify()?;
+    ensure!(report.ok(), "verify found problems: {:?}", report.problems);
+    println!(
+        "verify: {} users, {} friendships, {} records checked, OK",
+        report.users, report.friendships, report.records
+    );
     Ok(())
 }

@@ -29,6 +29,10 @@ pub(crate) enum ExperimentCommand {
     /// A layout of the graph with 5–40 % of its edges or nodes removed, applied to the whole
     /// graph, against a fresh layout (Bondhu Fig. 11).
     BondhuEvolution(ExperimentArgs),
+    /// "List all friends" response time and device pages against data size, for stores of
+    /// the same graph under different layouts, cold or warm, whole or partial blocks
+    /// (Bondhu Figs. 3-8).
+    BondhuDatasize(super::experiment_store::DatasizeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -79,6 +83,7 @@ pub(crate) fn run(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::BondhuCommunities(a) => communities(&a),
         ExperimentCommand::BondhuModels(a) => models(&a),
         ExperimentCommand::BondhuEvolution(a) => evolution(&a),
+        ExperimentCommand::BondhuDatasize(a) => super::experiment_store::run(a),
     }
 }
 

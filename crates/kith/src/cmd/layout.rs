@@ -40,7 +40,7 @@ pub(crate) fn method_parser() -> impl TypedValueParser<Value = Method> {
     PossibleValuesParser::new(names).map(|s| s.parse::<Method>().expect("listed name"))
 }
 
-fn model_parser() -> impl TypedValueParser<Value = WeightModel> {
+pub(crate) fn model_parser() -> impl TypedValueParser<Value = WeightModel> {
     let names: Vec<&'static str> = WeightModel::ALL.iter().map(|m| m.name()).collect();
     PossibleValuesParser::new(names).map(|s| s.parse::<WeightModel>().expect("listed name"))
 }
@@ -95,6 +95,7 @@ impl MethodOptions {
             level: self.level,
             model: self.model,
             record_bytes: self.record_bytes,
+            page_bytes: kith_layout::metrics::PAGE_BYTES,
             objective: self.objective,
             seed: self.seed,
             progress: true,

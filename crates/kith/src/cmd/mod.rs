@@ -1,8 +1,12 @@
 //! One module per top-level subcommand.
 
 pub(crate) mod bench;
+pub(crate) mod bench_friends;
 pub(crate) mod bench_layout;
+pub(crate) mod bench_store;
 pub(crate) mod demo;
 pub(crate) mod experiment;
+pub(crate) mod experiment_store;
 pub(crate) mod graph;
 pub(crate) mod layout;
+pub(crate) mod store;

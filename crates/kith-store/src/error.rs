@@ -1,0 +1,87 @@
+//! The store's error type.
+
+use std::path::PathBuf;
+
+/// Everything a store operation can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No user has this id.
+    #[error("user {0} not found")]
+    UnknownUser(u64),
+    /// A user was asked to befriend themselves.
+    #[error("user {0} cannot be their own friend")]
+    SelfFriendship(u64),
+    /// A record or request is larger than the store accepts.
+    #[error("{what} of {got} exceeds the limit of {limit}")]
+    TooLarge {
+        /// What was too large, with its unit ("data block bytes", "friends page").
+        what: &'static str,
+        /// The size asked for.
+        got: u64,
+        /// The largest size accepted.
+        limit: u64,
+    },
+    /// A request that cannot be carried out as asked.
+    #[error("{0}")]
+    Invalid(String),
+    /// The directory does not hold a kith store.
+    #[error("{}: not a kith store ({reason})", path.display())]
+    NotAStore {
+        /// The directory.
+        path: PathBuf,
+        /// What is missing.
+        reason: String,
+    },
+    /// The store was written by a newer kith.
+    #[error(
+        "{}: store format version {found} is newer than this kith supports ({supported}); upgrade kith",
+        path.display()
+    )]
+    NewerFormat {
+        /// The directory.
+        path: PathBuf,
+        /// The version found on disk.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// `create` found something already there.
+    #[error("{}: already exists and is not empty; pick a new directory", .0.display())]
+    Exists(PathBuf),
+    /// A record failed its checksum or does not decode.
+    #[error("corrupt record at key {key}: {reason}")]
+    Corrupt {
+        /// The record's key, printed.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The layout could not be computed or read.
+    #[error(transparent)]
+    Layout(#[from] kith_layout::Error),
+    /// The graph could not be read.
+    #[error(transparent)]
+    Graph(#[from] kith_graph::Error),
+    /// RocksDB reported an error (corruption of an SST or the WAL among them).
+    #[error("rocksdb: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// A file-system error outside RocksDB.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Io { context, source }
+    }
+}
+
+/// The store's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the system packages kith's build needs when they are missing: a C++ compiler for
+# RocksDB (built from source by the `rocksdb` crate) and libclang for its bindings.
+set -euo pipefail
+
+have_libclang() {
+    ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' ||
+        ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1
+}
+
+missing=()
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+have_libclang || missing+=(libclang-dev)
+if ((${#missing[@]})); then
+    echo "system-deps: installing ${missing[*]}" >&2
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
