@@ -17,6 +17,23 @@ if ! need python3; then
 fi
 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q -r tests/oracle/requirements.txt
 
+# A Redis for the feed tests (Debian's redis-server), on a free loopback port, stopped on exit.
+if ! need redis-server; then
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server
+fi
+redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null &
+redis_pid=$!
+trap 'kill "$redis_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+    redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+export KITH_TEST_REDIS="redis://127.0.0.1:$redis_port"
+
 # One profile (release) for everything, so each dependency is built once.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings

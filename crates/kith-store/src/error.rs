@@ -25,6 +25,16 @@ pub enum Error {
     /// A request that cannot be carried out as asked.
     #[error("{0}")]
     Invalid(String),
+    /// A paging cursor from before a relayout.
+    #[error(
+        "cursor is from layout generation {cursor}, the store is now at {current}; start again without a cursor"
+    )]
+    StaleCursor {
+        /// The cursor's generation.
+        cursor: u32,
+        /// The store's generation.
+        current: u32,
+    },
     /// The directory does not hold a kith store.
     #[error("{}: not a kith store ({reason})", path.display())]
     NotAStore {

@@ -35,6 +35,7 @@ mod generation;
 mod io;
 mod keys;
 mod page_model;
+mod paths;
 mod record;
 mod status;
 mod store;
@@ -52,13 +53,14 @@ pub use io::{
     DeviceMap, DeviceRead, IoCounters, PAGE_BYTES, RawRead, fadvise_dontneed_dir, measure,
 };
 pub use page_model::{PageModel, paged_config};
+pub use paths::{MAX_NEIGHBORHOOD_HOPS, MAX_PATH_HOPS, Neighborhood};
 pub use record::{
     MAX_DATA_BYTES, MAX_FRIENDS, MAX_PAGE, MAX_PROFILE_BYTES, PROFILE_SCHEMA, Profile, User,
 };
 pub use status::{Status, StoreGraph, dir_bytes};
 pub use store::{
     BLOCK_BYTES, CacheMode, DEFAULT_CHUNK_BYTES, FORMAT_VERSION, FriendsPage, LayoutMeta,
-    OpenOptions, Store,
+    OpenOptions, Store, UsersCursor, UsersPage,
 };
 pub use verify::VerifyReport;
 

@@ -115,6 +115,34 @@ pub struct FriendsPage {
     pub total: usize,
 }
 
+/// A page of users, (uid, profile), and the cursor of the next page if there is one.
+pub type UsersPage = (Vec<(u64, Profile)>, Option<UsersCursor>);
+
+/// Where a page of [`Store::users_page`] ended: the layout generation and the last position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UsersCursor {
+    /// The layout generation the cursor belongs to.
+    pub generation: u32,
+    /// The last position returned.
+    pub after: u64,
+}
+
+impl UsersCursor {
+    /// The cursor as an opaque token.
+    pub fn encode(&self) -> String {
+        format!("g{:x}.{:x}", self.generation, self.after)
+    }
+
+    /// Reads a token made by [`UsersCursor::encode`].
+    pub fn decode(token: &str) -> Option<UsersCursor> {
+        let (g, p) = token.strip_prefix('g')?.split_once('.')?;
+        Some(UsersCursor {
+            generation: u32::from_str_radix(g, 16).ok()?,
+            after: u64::from_str_radix(p, 16).ok()?,
+        })
+    }
+}
+
 /// The store. Cheap to share between threads (`&Store` is `Sync`).
 pub struct Store {
     pub(crate) db: DB,
@@ -480,6 +508,13 @@ impl Store {
         Ok(FriendsPage { friends: page, total })
     }
 
+    /// The user's whole friend list, ascending (at most [`crate::MAX_FRIENDS`]).
+    pub fn get_all_friends(&self, uid: u64) -> Result<Vec<u64>> {
+        let view = self.view();
+        let (_, friends) = self.entry(view.generation, uid, &view.read_options())?;
+        Ok(friends.iter().map(|f| f.uid).collect())
+    }
+
     pub(crate) fn first_chunk(
         &self,
         generation: u32,
@@ -579,6 +614,47 @@ impl Store {
             let (k, v) = item?;
             record::decode_header(&k, &v)
         })
+    }
+
+    /// One page of every user, (uid, profile), in layout order: the first `limit` users
+    /// after `cursor` (`None` = from the start). Returns the page and the cursor of the next
+    /// one, if any. A cursor belongs to one layout generation: after a relayout it is
+    /// refused (`Error::StaleCursor`) rather than skipping or repeating users.
+    pub fn users_page(&self, cursor: Option<UsersCursor>, limit: usize) -> Result<UsersPage> {
+        if limit > MAX_PAGE {
+            return Err(Error::TooLarge {
+                what: "users page",
+                got: limit as u64,
+                limit: MAX_PAGE as u64,
+            });
+        }
+        let view = self.view();
+        let start = match cursor {
+            Some(c) if c.generation != view.generation => {
+                return Err(Error::StaleCursor { cursor: c.generation, current: view.generation });
+            }
+            Some(c) => keys::profile(view.generation, c.after.saturating_add(1)).to_vec(),
+            None => keys::range_start(keys::PROFILE, view.generation).to_vec(),
+        };
+        if cursor.is_some_and(|c| c.after == u64::MAX) {
+            return Ok((Vec::new(), None));
+        }
+        let mut read = view.read_options();
+        read.set_iterate_upper_bound(keys::range_end(keys::PROFILE, view.generation).to_vec());
+        let mut out = Vec::with_capacity(limit.min(1024));
+        let mut last = None;
+        for item in self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), read) {
+            let (k, v) = item?;
+            if out.len() == limit {
+                let next = last.map(|after| UsersCursor { generation: view.generation, after });
+                return Ok((out, next));
+            }
+            let (_, _, pos, _) =
+                keys::parse(&k).ok_or_else(|| record::corrupt(&k, "bad profile key".into()))?;
+            out.push(record::decode_header(&k, &v)?);
+            last = Some(pos);
+        }
+        Ok((out, None))
     }
 
     /// Up to `n` distinct users drawn uniformly at random, (uid, profile).

@@ -36,7 +36,10 @@ enum Command {
     /// Benchmarks that record their results as JSON under bench/results/.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
-    /// kith's main job on its embedded default: generate a social graph and describe it.
+    /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
+    Serve(cmd::serve::ServeArgs),
+    /// kith's main job on its embedded default: generate a social graph, lay it out, store
+    /// it, serve it over HTTP and drive a short workload against it.
     Demo(cmd::demo::DemoArgs),
 }
 
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Store(c) => cmd::store::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };
     machine::report_peak_rss();

@@ -26,6 +26,8 @@ pub(crate) enum BenchCommand {
     /// The long crash test: SIGKILL a durable writer at random moments, verify and check every
     /// acknowledged write after each restart.
     Crash(super::bench_store::CrashArgs),
+    /// A quick HTTP throughput figure with wrk: cached and strong friend lists, push feeds.
+    Http(super::bench_http::HttpBenchArgs),
     /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
     #[command(hide = true)]
     CrashCheck(super::bench_store::CrashCheckArgs),
@@ -38,6 +40,7 @@ pub(crate) fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Friends(a) => super::bench_friends::run(a),
         BenchCommand::Store(a) => super::bench_store::store_bench(a),
         BenchCommand::Crash(a) => super::bench_store::crash(a),
+        BenchCommand::Http(a) => super::bench_http::run(a),
         BenchCommand::CrashCheck(a) => super::bench_store::crash_check(a),
     }
 }

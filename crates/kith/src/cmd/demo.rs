@@ -3,7 +3,8 @@
 //! `.kgraph` snapshot, and lay its users out on disk: input order, Bondhu's parcom and kith's
 //! own method, compared by the pages a "list all friends" reads; then store the users in
 //! RocksDB under two of those layouts and time "list all friends" from the device, with a
-//! relayout, durable writes and a full verification. Later layers extend the demo.
+//! relayout, durable writes and a full verification; finally serve that store over HTTP on
+//! loopback and drive a short mixed workload against it.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -28,6 +29,12 @@ pub(crate) struct DemoArgs {
     /// Keep the generated files in this directory (default: a temporary one, removed after).
     #[arg(long)]
     keep: Option<PathBuf>,
+    /// Seconds of the HTTP workload.
+    #[arg(long, default_value_t = 5.0)]
+    http_seconds: f64,
+    /// Concurrent HTTP clients.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
 }
 
 pub(crate) fn run(args: DemoArgs) -> Result<()> {
@@ -87,7 +94,16 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
         );
         layouts.push((method, layout));
     }
-    store_demo(&dir, graph, &layouts, args.seed)?;
+    let store_dir = store_demo(&dir, graph, &layouts, args.seed)?;
+    if let Some(store_dir) = store_dir {
+        super::demo_http::run(
+            &store_dir,
+            graph.original_ids(),
+            args.http_seconds,
+            args.clients,
+            args.seed,
+        )?;
+    }
     if args.keep.is_some() {
         if let Some((_, layout)) = layouts.last() {
             write_layout(&dir.join("demo.layout"), graph, layout)?;
@@ -105,7 +121,7 @@ fn store_demo(
     graph: &kith_graph::Graph,
     layouts: &[(Method, kith_layout::Layout)],
     seed: u64,
-) -> Result<()> {
+) -> Result<Option<PathBuf>> {
     use kith_store::{
         BuildOptions, CacheMode, DataSpec, FriendsBench, NewLayout, OpenOptions, Store,
     };
@@ -175,7 +191,7 @@ fn store_demo(
         );
         kept = Some(path);
     }
-    let Some(path) = kept else { return Ok(()) };
+    let Some(path) = kept else { return Ok(None) };
     let store = Store::open(&path, &OpenOptions::default())?;
     let uids = graph.original_ids();
     let start = Instant::now();
@@ -215,5 +231,5 @@ fn store_demo(
         "verify: {} users, {} friendships, {} records checked, OK",
         report.users, report.friendships, report.records
     );
-    Ok(())
+    Ok(Some(path))
 }

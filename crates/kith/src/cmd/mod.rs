@@ -2,11 +2,14 @@
 
 pub(crate) mod bench;
 pub(crate) mod bench_friends;
+pub(crate) mod bench_http;
 pub(crate) mod bench_layout;
 pub(crate) mod bench_store;
 pub(crate) mod demo;
+pub(crate) mod demo_http;
 pub(crate) mod experiment;
 pub(crate) mod experiment_store;
 pub(crate) mod graph;
 pub(crate) mod layout;
+pub(crate) mod serve;
 pub(crate) mod store;

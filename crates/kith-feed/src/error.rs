@@ -1,0 +1,80 @@
+//! The feed layer's error type.
+
+/// Everything a feed operation can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store refused or failed (unknown users among them).
+    #[error(transparent)]
+    Store(#[from] kith_store::Error),
+    /// A user tried to follow themselves.
+    #[error("user {0} cannot follow themselves")]
+    SelfFollow(u64),
+    /// A follow that already exists.
+    #[error("user {uid} already follows {target}")]
+    AlreadyFollowing {
+        /// The follower.
+        uid: u64,
+        /// The followee.
+        target: u64,
+    },
+    /// An unfollow of someone not followed.
+    #[error("user {uid} does not follow {target}")]
+    NotFollowing {
+        /// The would-be follower.
+        uid: u64,
+        /// The would-be followee.
+        target: u64,
+    },
+    /// No post has this id.
+    #[error("post {0} not found")]
+    UnknownPost(u64),
+    /// A request larger than accepted.
+    #[error("{what} of {got} exceeds the limit of {limit}")]
+    TooLarge {
+        /// What was too large.
+        what: &'static str,
+        /// The size asked for.
+        got: u64,
+        /// The largest accepted.
+        limit: u64,
+    },
+    /// A request that cannot be carried out as asked.
+    #[error("{0}")]
+    Invalid(String),
+    /// The feed is shutting down and takes no more writes.
+    #[error("the server is shutting down")]
+    ShuttingDown,
+    /// A stored record that does not decode.
+    #[error("corrupt {what}: {reason}")]
+    Corrupt {
+        /// Which record.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// RocksDB failed.
+    #[error("rocksdb: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// Redis failed or is unreachable.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// A file-system error (the write-back journal).
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Io { context, source }
+    }
+}
+
+/// The feed layer's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

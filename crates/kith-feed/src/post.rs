@@ -1,0 +1,149 @@
+//! Posts and their ids: 53-bit, time-ordered, unique within a feed database.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+
+/// The largest post content in bytes.
+pub const MAX_CONTENT_BYTES: usize = 64 << 10;
+/// Ids count milliseconds from 2025-01-01T00:00:00Z.
+const EPOCH_MS: u64 = 1_735_689_600_000;
+/// Low bits of an id that order posts within one millisecond.
+const SEQ_BITS: u32 = 14;
+
+/// A post.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Post {
+    /// Time-ordered id: larger is newer. Below 2^53, so it is exact as a JSON number and as
+    /// a Redis sorted-set score.
+    pub id: u64,
+    /// The author's uid.
+    pub author: u64,
+    /// Wall-clock time of the post, milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    /// The text.
+    pub content: String,
+}
+
+impl Post {
+    /// The stored form: id, author, time (little-endian u64 each), then the UTF-8 content.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(24 + self.content.len());
+        v.extend_from_slice(&self.id.to_le_bytes());
+        v.extend_from_slice(&self.author.to_le_bytes());
+        v.extend_from_slice(&self.ts_ms.to_le_bytes());
+        v.extend_from_slice(self.content.as_bytes());
+        v
+    }
+
+    /// Reads the stored form; `what` names the record in errors.
+    pub fn decode(bytes: &[u8], what: impl FnOnce() -> String) -> Result<Post> {
+        let corrupt = |reason: &str| Error::Corrupt { what: what(), reason: reason.into() };
+        if bytes.len() < 24 {
+            return Err(corrupt("shorter than its 24-byte header"));
+        }
+        let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+        let content = std::str::from_utf8(&bytes[24..])
+            .map_err(|_| corrupt("content is not UTF-8"))?
+            .to_string();
+        Ok(Post { id: word(0), author: word(8), ts_ms: word(16), content })
+    }
+
+    /// Bytes a cache entry of this post takes, roughly.
+    pub fn weight(&self) -> u32 {
+        (64 + self.content.len()).min(u32::MAX as usize) as u32
+    }
+}
+
+/// Checks a post's content.
+pub fn check_content(content: &str) -> Result<()> {
+    if content.is_empty() {
+        return Err(Error::Invalid("post content is empty".into()));
+    }
+    if content.len() > MAX_CONTENT_BYTES {
+        return Err(Error::TooLarge {
+            what: "post content bytes",
+            got: content.len() as u64,
+            limit: MAX_CONTENT_BYTES as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Now, in milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Hands out strictly increasing ids: the current millisecond in the high bits, or one more
+/// than the last id when the clock has not moved on (or moved back).
+#[derive(Debug)]
+pub struct IdGen {
+    last: AtomicU64,
+}
+
+impl IdGen {
+    /// Starts above `last`, the largest id already used.
+    pub fn new(last: u64) -> IdGen {
+        IdGen { last: AtomicU64::new(last) }
+    }
+
+    /// The next id.
+    pub fn next(&self) -> u64 {
+        let from_clock = now_ms().saturating_sub(EPOCH_MS) << SEQ_BITS;
+        let mut last = self.last.load(Ordering::Relaxed);
+        loop {
+            let id = from_clock.max(last + 1);
+            match self.last.compare_exchange_weak(last, id, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return id,
+                Err(seen) => last = seen,
+            }
+        }
+    }
+}
+
+/// The opaque feed cursor for "older than this post".
+pub fn encode_cursor(id: u64) -> String {
+    format!("p{id:x}")
+}
+
+/// Reads a cursor made by [`encode_cursor`].
+pub fn decode_cursor(cursor: &str) -> Result<u64> {
+    cursor
+        .strip_prefix('p')
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .filter(|&id| id > 0)
+        .ok_or_else(|| Error::Invalid(format!("malformed feed cursor {cursor:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_increase_and_fit_53_bits() {
+        let ids = IdGen::new(0);
+        let mut last = 0;
+        for _ in 0..100_000 {
+            let id = ids.next();
+            assert!(id > last && id < 1 << 53);
+            last = id;
+        }
+        let ahead = IdGen::new(u64::from(u32::MAX) << 20);
+        assert_eq!(ahead.next(), (u64::from(u32::MAX) << 20) + 1);
+    }
+
+    #[test]
+    fn posts_and_cursors_round_trip() {
+        let p = Post { id: 7, author: 3, ts_ms: 99, content: "héllo".into() };
+        assert_eq!(Post::decode(&p.encode(), String::new).unwrap(), p);
+        assert!(Post::decode(&[1, 2, 3], || "post 1".into()).is_err());
+        assert_eq!(decode_cursor(&encode_cursor(12345)).unwrap(), 12345);
+        for bad in ["", "p", "pzz", "12", "p0"] {
+            assert!(decode_cursor(bad).is_err(), "{bad}");
+        }
+        assert!(check_content("").is_err());
+        assert!(check_content(&"x".repeat(MAX_CONTENT_BYTES + 1)).is_err());
+    }
+}

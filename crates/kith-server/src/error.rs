@@ -1,0 +1,125 @@
+//! Every error the API returns: JSON `{"error": "<code>", "message": "..."}` with a status
+//! that says whose fault it is. Bad input is never a 500.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// A stable machine-readable code, e.g. `unknown_user`, `bad_parameter`.
+    pub error: String,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+/// An error on its way to becoming a response.
+#[derive(Debug)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The code.
+    pub code: &'static str,
+    /// The message.
+    pub message: String,
+}
+
+impl ApiError {
+    /// A new error.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into() }
+    }
+
+    /// 400 for a query or path parameter.
+    pub fn bad_parameter(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_parameter", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody { error: self.code.to_string(), message: self.message };
+        let mut r = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        r
+    }
+}
+
+impl From<kith_store::Error> for ApiError {
+    fn from(e: kith_store::Error) -> ApiError {
+        use kith_store::Error as E;
+        let (status, code) = match &e {
+            E::UnknownUser(_) => (StatusCode::NOT_FOUND, "unknown_user"),
+            E::SelfFriendship(_) => (StatusCode::UNPROCESSABLE_ENTITY, "self_friendship"),
+            E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            E::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
+            E::StaleCursor { .. } => (StatusCode::CONFLICT, "stale_cursor"),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<kith_feed::Error> for ApiError {
+    fn from(e: kith_feed::Error) -> ApiError {
+        use kith_feed::Error as E;
+        let (status, code) = match &e {
+            E::Store(_) => {
+                let E::Store(inner) = e else { unreachable!() };
+                return inner.into();
+            }
+            E::SelfFollow(_) => (StatusCode::UNPROCESSABLE_ENTITY, "self_follow"),
+            E::AlreadyFollowing { .. } => (StatusCode::CONFLICT, "already_following"),
+            E::NotFollowing { .. } => (StatusCode::NOT_FOUND, "not_following"),
+            E::UnknownPost(_) => (StatusCode::NOT_FOUND, "unknown_post"),
+            E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            E::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
+            E::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"),
+            E::Redis(_) => (StatusCode::SERVICE_UNAVAILABLE, "cache_unavailable"),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        let status = r.status();
+        let code = match &r {
+            JsonRejection::JsonSyntaxError(_) => "bad_json",
+            JsonRejection::JsonDataError(_) => "bad_body",
+            JsonRejection::MissingJsonContentType(_) => "bad_content_type",
+            _ if status == StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+            _ => "bad_body",
+        };
+        // Wrong types and missing fields are a bad body (400), like bad syntax.
+        let status = match status {
+            StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
+            s => s,
+        };
+        ApiError::new(status, code, r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> ApiError {
+        ApiError::bad_parameter(r.body_text())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> ApiError {
+        ApiError::bad_parameter(r.body_text())
+    }
+}
+
+/// The API's result type.
+pub type ApiResult<T> = Result<T, ApiError>;

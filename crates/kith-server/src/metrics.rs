@@ -1,0 +1,62 @@
+//! Request counts and latency histograms per route, in Prometheus' text format.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
+};
+
+/// The HTTP metrics.
+#[derive(Clone, Debug)]
+pub struct HttpMetrics {
+    requests: IntCounterVec,
+    latency: HistogramVec,
+}
+
+impl HttpMetrics {
+    /// Creates the metrics and registers them.
+    pub fn new(registry: &Registry) -> HttpMetrics {
+        let requests = IntCounterVec::new(
+            Opts::new("kith_http_requests_total", "HTTP requests by route, method and status"),
+            &["route", "method", "status"],
+        )
+        .expect("valid metric");
+        let buckets = vec![
+            0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1,
+            0.25, 0.5, 1.0, 2.5,
+        ];
+        let latency = HistogramVec::new(
+            HistogramOpts::new("kith_http_request_duration_seconds", "HTTP request latency")
+                .buckets(buckets),
+            &["route", "method"],
+        )
+        .expect("valid metric");
+        let _ = registry.register(Box::new(requests.clone()));
+        let _ = registry.register(Box::new(latency.clone()));
+        HttpMetrics { requests, latency }
+    }
+}
+
+/// Middleware that counts and times every request under its route template.
+pub async fn track(State(m): State<HttpMetrics>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let method = req.method().as_str().to_string();
+    let start = Instant::now();
+    let response = next.run(req).await;
+    m.latency.with_label_values(&[&route, &method]).observe(start.elapsed().as_secs_f64());
+    m.requests.with_label_values(&[&route, &method, response.status().as_str()]).inc();
+    response
+}
+
+/// The registry's metrics as Prometheus text.
+pub fn render(registry: &Registry) -> String {
+    let mut buf = Vec::new();
+    TextEncoder::new().encode(&registry.gather(), &mut buf).expect("text encoding");
+    String::from_utf8(buf).expect("prometheus text is UTF-8")
+}

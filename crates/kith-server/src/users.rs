@@ -1,0 +1,483 @@
+//! Parker's API: users, profiles, friend lists, listings, paths and neighbourhoods.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use base64::Engine;
+use kith_store::{MAX_DATA_BYTES, MAX_NEIGHBORHOOD_HOPS, MAX_PAGE, MAX_PATH_HOPS, Store};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::{Json, Path, Query};
+
+/// Runs a blocking store call off the async executor.
+pub(crate) async fn blocking<T: Send + 'static>(
+    store: &Arc<Store>,
+    f: impl FnOnce(&Store) -> kith_store::Result<T> + Send + 'static,
+) -> ApiResult<T> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+        .map_err(ApiError::from)
+}
+
+/// A profile.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileJson {
+    /// Display name.
+    pub name: String,
+    /// Age in years.
+    #[serde(default)]
+    pub age: Option<u32>,
+    /// Any other fields.
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+}
+
+impl From<kith_store::Profile> for ProfileJson {
+    fn from(p: kith_store::Profile) -> Self {
+        ProfileJson { name: p.name, age: p.age, fields: p.fields }
+    }
+}
+
+impl From<ProfileJson> for kith_store::Profile {
+    fn from(p: ProfileJson) -> Self {
+        kith_store::Profile { name: p.name, age: p.age, fields: p.fields }
+    }
+}
+
+/// A user.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserJson {
+    /// The id.
+    pub uid: u64,
+    /// The profile.
+    pub profile: ProfileJson,
+    /// Friends' ids, ascending.
+    pub friends: Vec<u64>,
+    /// Size of the data block in bytes.
+    pub data_bytes: u64,
+}
+
+/// A whole user, as `PUT /users/{uid}` takes it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutUser {
+    /// The profile.
+    pub profile: ProfileJson,
+    /// Friends' ids (each must exist); the friendships change on both sides.
+    #[serde(default)]
+    pub friends: Vec<u64>,
+    /// The data block, base64 (standard alphabet); left as it is when absent.
+    #[serde(default)]
+    pub data_base64: Option<String>,
+}
+
+/// Parameters of a friend-list read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct FriendsQuery {
+    /// Skip this many friends (default 0).
+    pub offset: Option<u64>,
+    /// At most this many (default 100, at most 1000).
+    pub limit: Option<u64>,
+    /// `strong` (default) reflects every acknowledged write; `eventual` may be served from
+    /// the cache, at most its time to live behind.
+    pub consistency: Option<Consistency>,
+}
+
+/// Read consistency.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Consistency {
+    /// Read-your-writes.
+    Strong,
+    /// May be served from cache.
+    Eventual,
+}
+
+/// A page of a friend list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FriendsJson {
+    /// The user.
+    pub uid: u64,
+    /// Friends' ids, ascending, from `offset`.
+    pub friends: Vec<u64>,
+    /// The user's friend count.
+    pub total: u64,
+    /// The offset asked for.
+    pub offset: u64,
+    /// How it was read.
+    pub consistency: Consistency,
+}
+
+/// The result of a friendship change.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FriendshipJson {
+    /// One side.
+    pub uid: u64,
+    /// The other side.
+    pub fid: u64,
+    /// Whether anything changed (false when it already was so).
+    pub changed: bool,
+}
+
+/// A user in a listing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserSummary {
+    /// The id.
+    pub uid: u64,
+    /// The profile.
+    pub profile: ProfileJson,
+}
+
+/// A page of users.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsersJson {
+    /// Users in layout order.
+    pub users: Vec<UserSummary>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Parameters of the user listing.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UsersQuery {
+    /// Where the previous page ended (its `next_cursor`).
+    pub cursor: Option<String>,
+    /// At most this many (default 100, at most 1000).
+    pub limit: Option<u64>,
+}
+
+/// Parameters of the random sample.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RandomQuery {
+    /// How many distinct users (default 10, at most 1000).
+    pub n: Option<u64>,
+}
+
+/// Parameters of a shortest-path search.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PathQuery {
+    /// From this user.
+    pub from: u64,
+    /// To this user.
+    pub to: u64,
+    /// Search at most this many hops (default 6, at most 6).
+    pub max_hops: Option<u32>,
+}
+
+/// A shortest path.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PathJson {
+    /// From.
+    pub from: u64,
+    /// To.
+    pub to: u64,
+    /// The hops searched.
+    pub max_hops: u32,
+    /// The users on a shortest path, both ends included; null if none within `max_hops`.
+    pub path: Option<Vec<u64>>,
+    /// The path's length in hops; null if none.
+    pub hops: Option<u32>,
+}
+
+/// Parameters of a neighbourhood read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HoodQuery {
+    /// Hops, 1 to 3.
+    pub hops: u32,
+    /// At most this many users (default 10,000, at most 100,000).
+    pub limit: Option<u64>,
+}
+
+/// A user at some distance.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Near {
+    /// The user.
+    pub uid: u64,
+    /// Hops from the centre.
+    pub distance: u32,
+}
+
+/// A neighbourhood.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HoodJson {
+    /// The centre.
+    pub uid: u64,
+    /// The hops asked for.
+    pub hops: u32,
+    /// Users within `hops`, by distance then id (the centre not included).
+    pub users: Vec<Near>,
+    /// Whether `limit` cut the list.
+    pub truncated: bool,
+}
+
+/// The most users a neighbourhood read returns.
+pub const MAX_NEIGHBORHOOD_USERS: u64 = 100_000;
+
+pub(crate) fn page_limit(
+    limit: Option<u64>,
+    default: u64,
+    max: u64,
+    name: &str,
+) -> ApiResult<usize> {
+    match limit.unwrap_or(default) {
+        0 => Err(ApiError::bad_parameter(format!("{name} must be at least 1"))),
+        l if l > max => {
+            Err(ApiError::bad_parameter(format!("{name} {l} exceeds the limit of {max}")))
+        }
+        l => Ok(l as usize),
+    }
+}
+
+/// The whole user.
+#[utoipa::path(get, path = "/users/{uid}", tag = "users",
+    params(("uid" = u64, Path, description = "User id")),
+    responses((status = 200, body = UserJson), (status = 404, body = ErrorBody)))]
+pub async fn get_user(
+    State(s): State<AppState>,
+    Path(uid): Path<u64>,
+) -> ApiResult<axum::Json<UserJson>> {
+    let u = blocking(&s.store, move |st| st.get_user(uid)).await?;
+    Ok(axum::Json(UserJson {
+        uid: u.uid,
+        profile: u.profile.into(),
+        friends: u.friends,
+        data_bytes: u.data_bytes,
+    }))
+}
+
+/// Creates or replaces a whole user: profile, friends and optionally the data block.
+#[utoipa::path(put, path = "/users/{uid}", tag = "users",
+    params(("uid" = u64, Path, description = "User id")), request_body = PutUser,
+    responses((status = 200, body = UserJson), (status = 400, body = ErrorBody),
+        (status = 404, description = "A friend does not exist", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn put_user(
+    State(s): State<AppState>,
+    Path(uid): Path<u64>,
+    Json(body): Json<PutUser>,
+) -> ApiResult<axum::Json<UserJson>> {
+    let data = match &body.data_base64 {
+        None => None,
+        Some(b) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| {
+                ApiError::new(StatusCode::BAD_REQUEST, "bad_body", format!("data_base64: {e}"))
+            })?;
+            if bytes.len() as u64 > MAX_DATA_BYTES {
+                return Err(kith_store::Error::TooLarge {
+                    what: "data block bytes",
+                    got: bytes.len() as u64,
+                    limit: MAX_DATA_BYTES,
+                }
+                .into());
+            }
+            Some(bytes)
+        }
+    };
+    let profile: kith_store::Profile = body.profile.into();
+    let friends = body.friends;
+    // The old friends lose this user too: invalidate both old and new lists.
+    let old = blocking(&s.store, move |st| match st.get_all_friends(uid) {
+        Ok(f) => Ok(f),
+        Err(kith_store::Error::UnknownUser(_)) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    })
+    .await?;
+    let mut touched: Vec<u64> = old.iter().chain(&friends).copied().collect();
+    touched.push(uid);
+    let u = blocking(&s.store, move |st| {
+        st.put_user(uid, &profile, &friends, data.as_deref())?;
+        st.get_user(uid)
+    })
+    .await?;
+    s.feed.invalidate_friends(&touched).await?;
+    Ok(axum::Json(UserJson {
+        uid: u.uid,
+        profile: u.profile.into(),
+        friends: u.friends,
+        data_bytes: u.data_bytes,
+    }))
+}
+
+/// The profile.
+#[utoipa::path(get, path = "/users/{uid}/profile", tag = "users",
+    params(("uid" = u64, Path, description = "User id")),
+    responses((status = 200, body = ProfileJson), (status = 404, body = ErrorBody)))]
+pub async fn get_profile(
+    State(s): State<AppState>,
+    Path(uid): Path<u64>,
+) -> ApiResult<axum::Json<ProfileJson>> {
+    Ok(axum::Json(blocking(&s.store, move |st| st.get_profile(uid)).await?.into()))
+}
+
+/// Replaces the profile.
+#[utoipa::path(put, path = "/users/{uid}/profile", tag = "users",
+    params(("uid" = u64, Path, description = "User id")), request_body = ProfileJson,
+    responses((status = 200, body = ProfileJson), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
+pub async fn put_profile(
+    State(s): State<AppState>,
+    Path(uid): Path<u64>,
+    Json(body): Json<ProfileJson>,
+) -> ApiResult<axum::Json<ProfileJson>> {
+    let profile: kith_store::Profile = body.into();
+    let p = blocking(&s.store, move |st| {
+        st.put_profile(uid, &profile)?;
+        st.get_profile(uid)
+    })
+    .await?;
+    Ok(axum::Json(p.into()))
+}
+
+/// A page of the friend list.
+#[utoipa::path(get, path = "/users/{uid}/friends", tag = "users",
+    params(("uid" = u64, Path, description = "User id"), FriendsQuery),
+    responses((status = 200, body = FriendsJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn get_friends(
+    State(s): State<AppState>,
+    Path(uid): Path<u64>,
+    Query(q): Query<FriendsQuery>,
+) -> ApiResult<axum::Json<FriendsJson>> {
+    let limit = page_limit(q.limit, 100, MAX_PAGE as u64, "limit")?;
+    let offset = q.offset.unwrap_or(0);
+    let consistency = q.consistency.unwrap_or(Consistency::Strong);
+    let (friends, total) = match consistency {
+        Consistency::Strong => {
+            let off = usize::try_from(offset).unwrap_or(usize::MAX);
+            let page = blocking(&s.store, move |st| st.get_friends_list(uid, off, limit)).await?;
+            (page.friends, page.total as u64)
+        }
+        Consistency::Eventual => {
+            let all = s.feed.friends_eventual(uid).await?;
+            let from = (offset as usize).min(all.len());
+            (all[from..(from + limit).min(all.len())].to_vec(), all.len() as u64)
+        }
+    };
+    Ok(axum::Json(FriendsJson { uid, friends, total, offset, consistency }))
+}
+
+/// Adds the friendship (both sides, atomically; idempotent).
+#[utoipa::path(post, path = "/users/{uid}/friends/{fid}", tag = "users",
+    params(("uid" = u64, Path, description = "User id"), ("fid" = u64, Path, description = "Friend id")),
+    responses((status = 200, body = FriendshipJson), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn add_friend(
+    State(s): State<AppState>,
+    Path((uid, fid)): Path<(u64, u64)>,
+) -> ApiResult<axum::Json<FriendshipJson>> {
+    let changed = blocking(&s.store, move |st| st.add_friend(uid, fid)).await?;
+    s.feed.invalidate_friends(&[uid, fid]).await?;
+    Ok(axum::Json(FriendshipJson { uid, fid, changed }))
+}
+
+/// Removes the friendship (both sides; idempotent).
+#[utoipa::path(delete, path = "/users/{uid}/friends/{fid}", tag = "users",
+    params(("uid" = u64, Path, description = "User id"), ("fid" = u64, Path, description = "Friend id")),
+    responses((status = 200, body = FriendshipJson), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn delete_friend(
+    State(s): State<AppState>,
+    Path((uid, fid)): Path<(u64, u64)>,
+) -> ApiResult<axum::Json<FriendshipJson>> {
+    let changed = blocking(&s.store, move |st| st.delete_friend(uid, fid)).await?;
+    s.feed.invalidate_friends(&[uid, fid]).await?;
+    Ok(axum::Json(FriendshipJson { uid, fid, changed }))
+}
+
+/// All users, a page at a time, in layout order.
+#[utoipa::path(get, path = "/users", tag = "users", params(UsersQuery),
+    responses((status = 200, body = UsersJson), (status = 400, body = ErrorBody),
+        (status = 409, description = "The cursor is from before a relayout", body = ErrorBody)))]
+pub async fn list_users(
+    State(s): State<AppState>,
+    Query(q): Query<UsersQuery>,
+) -> ApiResult<axum::Json<UsersJson>> {
+    let limit = page_limit(q.limit, 100, MAX_PAGE as u64, "limit")?;
+    let cursor = match &q.cursor {
+        None => None,
+        Some(c) => Some(
+            kith_store::UsersCursor::decode(c)
+                .ok_or_else(|| ApiError::bad_parameter(format!("malformed cursor {c:?}")))?,
+        ),
+    };
+    let (users, next) = blocking(&s.store, move |st| st.users_page(cursor, limit)).await?;
+    Ok(axum::Json(UsersJson {
+        users: users.into_iter().map(|(uid, p)| UserSummary { uid, profile: p.into() }).collect(),
+        next_cursor: next.map(|c| c.encode()),
+    }))
+}
+
+/// Distinct users drawn uniformly at random.
+#[utoipa::path(get, path = "/users/random", tag = "users", params(RandomQuery),
+    responses((status = 200, body = UsersJson), (status = 400, body = ErrorBody)))]
+pub async fn random_users(
+    State(s): State<AppState>,
+    Query(q): Query<RandomQuery>,
+) -> ApiResult<axum::Json<UsersJson>> {
+    let n = page_limit(q.n, 10, MAX_PAGE as u64, "n")?;
+    let users = blocking(&s.store, move |st| st.get_random_users(n, &mut rand::rng())).await?;
+    Ok(axum::Json(UsersJson {
+        users: users.into_iter().map(|(uid, p)| UserSummary { uid, profile: p.into() }).collect(),
+        next_cursor: None,
+    }))
+}
+
+/// A shortest friendship path (bidirectional BFS expanding the smaller frontier).
+#[utoipa::path(get, path = "/paths/shortest", tag = "graph", params(PathQuery),
+    responses((status = 200, body = PathJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn shortest_path(
+    State(s): State<AppState>,
+    Query(q): Query<PathQuery>,
+) -> ApiResult<axum::Json<PathJson>> {
+    let max_hops = q.max_hops.unwrap_or(MAX_PATH_HOPS);
+    if max_hops > MAX_PATH_HOPS {
+        return Err(ApiError::bad_parameter(format!(
+            "max_hops {max_hops} exceeds the limit of {MAX_PATH_HOPS}"
+        )));
+    }
+    let (from, to) = (q.from, q.to);
+    let path = blocking(&s.store, move |st| st.shortest_path(from, to, max_hops)).await?;
+    let hops = path.as_ref().map(|p| p.len() as u32 - 1);
+    Ok(axum::Json(PathJson { from, to, max_hops, path, hops }))
+}
+
+/// Users within `hops` of a user, with their distance.
+#[utoipa::path(get, path = "/users/{uid}/neighborhood", tag = "graph",
+    params(("uid" = u64, Path, description = "User id"), HoodQuery),
+    responses((status = 200, body = HoodJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn neighborhood(
+    State(s): State<AppState>,
+    Path(uid): Path<u64>,
+    Query(q): Query<HoodQuery>,
+) -> ApiResult<axum::Json<HoodJson>> {
+    if q.hops == 0 || q.hops > MAX_NEIGHBORHOOD_HOPS {
+        return Err(ApiError::bad_parameter(format!(
+            "hops must be 1 to {MAX_NEIGHBORHOOD_HOPS}, got {}",
+            q.hops
+        )));
+    }
+    let limit = page_limit(q.limit, 10_000, MAX_NEIGHBORHOOD_USERS, "limit")?;
+    let hops = q.hops;
+    let hood = blocking(&s.store, move |st| st.neighborhood(uid, hops, limit)).await?;
+    Ok(axum::Json(HoodJson {
+        uid,
+        hops,
+        users: hood.users.into_iter().map(|(uid, distance)| Near { uid, distance }).collect(),
+        truncated: hood.truncated,
+    }))
+}

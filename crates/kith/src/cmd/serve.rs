@@ -1,0 +1,121 @@
+//! `kith serve`: the HTTP/JSON service over an embedded store.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use kith_feed::{CacheMode, FeedConfig, Strategy};
+use kith_server::ServerConfig;
+use kith_store::{OpenOptions, Store};
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The store directory (made by `kith store build`).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Address to listen on (port 0 picks a free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    addr: SocketAddr,
+    /// How feeds are assembled.
+    #[arg(long, default_value = "pull", value_parser = ["pull", "push", "hybrid"])]
+    feed: String,
+    /// Hybrid: authors with more followers than this are pulled at read time.
+    #[arg(long, default_value_t = 1000)]
+    celebrity_threshold: u64,
+    /// Push and hybrid: post ids kept per timeline.
+    #[arg(long, default_value_t = 800)]
+    timeline_len: usize,
+    /// Caching of post bodies (and of friend lists for consistency=eventual).
+    #[arg(long, default_value = "aside", value_parser = ["none", "aside", "write-back"])]
+    cache: String,
+    /// In-process backend: bytes of posts, friend lists and timelines kept.
+    #[arg(long, default_value_t = 256 << 20)]
+    cache_bytes: u64,
+    /// Use Redis for caches and timelines, e.g. redis://127.0.0.1:6379.
+    #[arg(long)]
+    redis: Option<String>,
+    /// Prefix of every Redis key, so several servers can share one Redis.
+    #[arg(long, default_value = "kith")]
+    redis_prefix: String,
+    /// Seconds an eventual friend list may be served from cache after a change.
+    #[arg(long, default_value_t = 2.0)]
+    friends_ttl_s: f64,
+    /// Writes need `Authorization: Bearer <token>`.
+    #[arg(long, env = "KITH_TOKEN")]
+    token: Option<String>,
+    /// Reads need the token too.
+    #[arg(long, requires = "token")]
+    token_reads: bool,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    body_limit: usize,
+    /// RocksDB block cache in bytes.
+    #[arg(long)]
+    block_cache_bytes: Option<usize>,
+    /// Write-back: milliseconds between moves of journaled posts into the store.
+    #[arg(long, default_value_t = 20)]
+    flush_interval_ms: u64,
+}
+
+pub(crate) fn config(args: &ServeArgs) -> Result<ServerConfig> {
+    anyhow::ensure!(
+        args.friends_ttl_s.is_finite() && args.friends_ttl_s > 0.0,
+        "--friends-ttl-s must be a positive number of seconds"
+    );
+    anyhow::ensure!(args.timeline_len > 0, "--timeline-len must be at least 1");
+    Ok(ServerConfig {
+        addr: args.addr,
+        body_limit: args.body_limit,
+        token: args.token.clone(),
+        token_reads: args.token_reads,
+        feed: FeedConfig {
+            strategy: args.feed.parse::<Strategy>().map_err(anyhow::Error::msg)?,
+            cache: args.cache.parse::<CacheMode>().map_err(anyhow::Error::msg)?,
+            celebrity_threshold: args.celebrity_threshold,
+            timeline_len: args.timeline_len,
+            cache_bytes: args.cache_bytes,
+            redis: args.redis.clone(),
+            redis_prefix: args.redis_prefix.clone(),
+            friends_ttl: Duration::from_secs_f64(args.friends_ttl_s),
+            flush_interval: Duration::from_millis(args.flush_interval_ms.max(1)),
+            ..FeedConfig::default()
+        },
+    })
+}
+
+pub(crate) fn run(args: ServeArgs) -> Result<()> {
+    let config = config(&args)?;
+    let options = OpenOptions { block_cache_bytes: args.block_cache_bytes, ..Default::default() };
+    let store = Arc::new(
+        Store::open(&args.dir, &options)
+            .with_context(|| format!("opening the store in {}", args.dir.display()))?,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let describe = format!(
+        "feed {}, cache {}, backend {}",
+        args.feed,
+        args.cache,
+        if args.redis.is_some() { "redis" } else { "in-process" }
+    );
+    runtime
+        .block_on(kith_server::serve(
+            store.clone(),
+            config,
+            |addr| {
+                println!("kith serve: listening on http://{addr} ({describe})");
+                use std::io::Write;
+                let _ = std::io::stdout().flush();
+            },
+            kith_server::shutdown_signal(),
+        ))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    drop(store);
+    println!(
+        "kith serve: shut down cleanly (in-flight requests finished, write-back flushed, store closed)"
+    );
+    Ok(())
+}
