@@ -634,10 +634,16 @@ impl Feed {
                 limit: MAX_FEED_PAGE as u64,
             });
         }
-        self.require_users(vec![uid]).await?;
         let before = before.unwrap_or(u64::MAX);
-        let db = self.db.clone();
-        let followees = blocking(move || db.followees(uid, 0, usize::MAX)).await?;
+        let (db, store) = (self.db.clone(), self.store.clone());
+        // One trip to the blocking pool: the reader exists, and whom they follow.
+        let followees = blocking(move || {
+            if !store.contains(uid)? {
+                return Err(kith_store::Error::UnknownUser(uid).into());
+            }
+            db.followees(uid, 0, usize::MAX)
+        })
+        .await?;
         let ids = match self.config.strategy {
             Strategy::Pull => self.pull(followees.clone(), before, limit).await?,
             Strategy::Push => self.push_read(uid, &followees, before, limit).await?,

@@ -11,6 +11,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: the service allocates many small, short-lived buffers per request (hyper,
+/// serde, JSON), which it handles well.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// kith: a social-graph store and analytics toolkit.
 #[derive(Debug, Parser)]
 #[command(name = "kith", version, about, propagate_version = true)]

@@ -37,6 +37,9 @@ pub(crate) struct HttpBenchArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The server's --friends-ttl-s: how long an eventual friend list may be served from cache.
+    #[arg(long, default_value_t = 2.0)]
+    friends_ttl_s: f64,
     /// Where to write the JSON (default bench/results/http-<date>.json).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -65,6 +68,7 @@ struct HttpBench {
     hot: usize,
     connections: usize,
     duration_s: u64,
+    friends_ttl_s: f64,
     server: String,
     cases: Vec<HttpCase>,
     note: &'static str,
@@ -136,6 +140,7 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
         .args(["serve", "--dir"])
         .arg(&store_dir)
         .args(["--addr", "127.0.0.1:0", "--feed", "push", "--cache", "aside"])
+        .args(["--friends-ttl-s", &args.friends_ttl_s.to_string()])
         .stdout(Stdio::piped())
         .spawn()
         .context("starting kith serve")?;
@@ -251,6 +256,7 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
         hot: args.hot,
         connections: args.connections,
         duration_s: args.duration_s,
+        friends_ttl_s: args.friends_ttl_s,
         server: "kith serve --feed push --cache aside (in-process backend), 2 tokio workers".into(),
         cases,
         note: "server and wrk share the machine's cores; loopback HTTP/1.1 keep-alive",
