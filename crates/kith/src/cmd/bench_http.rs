@@ -40,6 +40,9 @@ pub(crate) struct HttpBenchArgs {
     /// The server's --friends-ttl-s: how long an eventual friend list may be served from cache.
     #[arg(long, default_value_t = 2.0)]
     friends_ttl_s: f64,
+    /// Run the server with this Redis as its cache and timeline backend.
+    #[arg(long)]
+    redis: Option<String>,
     /// Where to write the JSON (default bench/results/http-<date>.json).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -141,6 +144,7 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
         .arg(&store_dir)
         .args(["--addr", "127.0.0.1:0", "--feed", "push", "--cache", "aside"])
         .args(["--friends-ttl-s", &args.friends_ttl_s.to_string()])
+        .args(args.redis.iter().flat_map(|r| ["--redis", r.as_str()]))
         .stdout(Stdio::piped())
         .spawn()
         .context("starting kith serve")?;
@@ -257,7 +261,10 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
         connections: args.connections,
         duration_s: args.duration_s,
         friends_ttl_s: args.friends_ttl_s,
-        server: "kith serve --feed push --cache aside (in-process backend), 2 tokio workers".into(),
+        server: format!(
+            "kith serve --feed push --cache aside ({} backend), 2 tokio workers",
+            if args.redis.is_some() { "redis" } else { "in-process" }
+        ),
         cases,
         note: "server and wrk share the machine's cores; loopback HTTP/1.1 keep-alive",
     };
