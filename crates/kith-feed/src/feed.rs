@@ -83,7 +83,8 @@ pub struct FeedConfig {
     pub redis: Option<String>,
     /// Prefix of every Redis key.
     pub redis_prefix: String,
-    /// How long an eventual friend list may be served from cache.
+    /// How long a cached friend list lives: the staleness bound for changes made through
+    /// other servers sharing the Redis (this server's own changes invalidate at once).
     pub friends_ttl: Duration,
     /// Fan-out jobs in flight at once.
     pub fanout_concurrency: usize,
@@ -101,7 +102,7 @@ impl Default for FeedConfig {
             cache_bytes: 256 << 20,
             redis: None,
             redis_prefix: "kith".into(),
-            friends_ttl: Duration::from_secs(2),
+            friends_ttl: Duration::from_secs(60),
             fanout_concurrency: 16,
             flush_interval: Duration::from_millis(20),
         }
@@ -231,6 +232,8 @@ pub struct Feed {
     closing: AtomicBool,
     tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
     to_delete: AsyncMutex<Vec<std::path::PathBuf>>,
+    /// Versions of friend-list cache stripes, bumped on every change.
+    friend_stripes: Box<[AsyncMutex<u64>]>,
     metrics: Metrics,
 }
 
@@ -312,6 +315,7 @@ impl Feed {
             closing: AtomicBool::new(false),
             tasks: std::sync::Mutex::new(Vec::new()),
             to_delete: AsyncMutex::new(Vec::new()),
+            friend_stripes: (0..FRIEND_STRIPES).map(|_| AsyncMutex::new(0)).collect(),
             metrics: Metrics::new(registry),
             config,
         });
@@ -718,31 +722,57 @@ impl Feed {
         .await
     }
 
-    /// A friend list as `consistency=eventual` reads it: from the cache when there (for at
-    /// most the friends' time to live after a change), else from the store.
+    /// A friend list as `consistency=eventual` reads it: from the cache when there, else
+    /// from the store (then cached). A fill that raced a change is dropped (see
+    /// [`Feed::invalidate_friends`]), so this server never caches a list older than a
+    /// change it acknowledged; the time to live bounds what other servers sharing a Redis
+    /// can leave behind.
     pub async fn friends_eventual(&self, uid: u64) -> Result<Arc<[u64]>> {
-        if self.config.cache != CacheMode::None {
-            if let Some(f) = self.backend.get_friends(uid).await? {
-                self.metrics.hit("friends", true, 1);
-                return Ok(f);
-            }
-            self.metrics.hit("friends", false, 1);
+        if self.config.cache == CacheMode::None {
+            let store = self.store.clone();
+            return Ok(blocking(move || Ok(store.get_all_friends(uid)?)).await?.into());
         }
+        if let Some(f) = self.backend.get_friends(uid).await? {
+            self.metrics.hit("friends", true, 1);
+            return Ok(f);
+        }
+        self.metrics.hit("friends", false, 1);
+        let stripe = &self.friend_stripes[friend_stripe(uid)];
+        let seen = *stripe.lock().await;
         let store = self.store.clone();
         let list: Arc<[u64]> = blocking(move || Ok(store.get_all_friends(uid)?)).await?.into();
-        if self.config.cache != CacheMode::None {
+        let guard = stripe.lock().await;
+        if *guard == seen {
             self.backend.put_friends(uid, list.clone()).await?;
         }
+        drop(guard);
         Ok(list)
     }
 
-    /// Drops cached friend lists after a change.
+    /// Drops cached friend lists after a change (call after the store write). Bumps each
+    /// list's stripe version under its lock, so a fill that read the store before the change
+    /// sees the new version and does not cache what it read.
     pub async fn invalidate_friends(&self, uids: &[u64]) -> Result<()> {
         if self.config.cache == CacheMode::None {
             return Ok(());
         }
+        let mut stripes: Vec<usize> = uids.iter().map(|&u| friend_stripe(u)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut guards = Vec::with_capacity(stripes.len());
+        for s in stripes {
+            let mut g = self.friend_stripes[s].lock().await;
+            *g += 1;
+            guards.push(g);
+        }
         self.backend.del_friends(uids).await
     }
+}
+
+const FRIEND_STRIPES: usize = 256;
+
+fn friend_stripe(uid: u64) -> usize {
+    (uid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % FRIEND_STRIPES
 }
 
 fn remove_segments(paths: &[std::path::PathBuf], dir: &Path) -> Result<()> {

@@ -38,7 +38,7 @@ pub(crate) struct HttpBenchArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// The server's --friends-ttl-s: how long an eventual friend list may be served from cache.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 60.0)]
     friends_ttl_s: f64,
     /// Run the server with this Redis as its cache and timeline backend.
     #[arg(long)]

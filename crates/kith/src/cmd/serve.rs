@@ -40,8 +40,9 @@ pub(crate) struct ServeArgs {
     /// Prefix of every Redis key, so several servers can share one Redis.
     #[arg(long, default_value = "kith")]
     redis_prefix: String,
-    /// Seconds an eventual friend list may be served from cache after a change.
-    #[arg(long, default_value_t = 2.0)]
+    /// Seconds a cached friend list lives. This server's own friendship changes invalidate
+    /// at once; the TTL bounds staleness from other servers sharing the same Redis.
+    #[arg(long, default_value_t = 60.0)]
     friends_ttl_s: f64,
     /// Writes need `Authorization: Bearer <token>`.
     #[arg(long, env = "KITH_TOKEN")]
