@@ -125,20 +125,7 @@ impl Drop for Redis {
 /// A store of `nodes` LFR users (ids 0..nodes), built once per test.
 fn store(dir: &Path, nodes: &str) -> PathBuf {
     let graph = dir.join("g.kgraph");
-    ok(&[
-        "graph",
-        "generate",
-        "--model",
-        "lfr",
-        "--nodes",
-        nodes,
-        "--avg-degree",
-        "8",
-        "--seed",
-        "3",
-        "-o",
-        p(&graph),
-    ]);
+    common::lfr_graph(&graph, nodes, "8", "3");
     let store = dir.join("store");
     ok(&[
         "store",

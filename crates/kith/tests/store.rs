@@ -13,20 +13,7 @@ use rand::{Rng, SeedableRng};
 
 fn lfr(dir: &Path, nodes: &str) -> PathBuf {
     let graph = dir.join("lfr.kgraph");
-    ok(&[
-        "graph",
-        "generate",
-        "--model",
-        "lfr",
-        "--nodes",
-        nodes,
-        "--avg-degree",
-        "12",
-        "--seed",
-        "5",
-        "-o",
-        p(&graph),
-    ]);
+    common::lfr_graph(&graph, nodes, "12", "5");
     graph
 }
 

@@ -33,3 +33,21 @@ pub fn p(path: &Path) -> &str {
 pub fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).expect("valid JSON")
 }
+
+/// Generates a seeded LFR graph of `nodes` users (ids 0..nodes) with `kith graph generate`.
+pub fn lfr_graph(path: &Path, nodes: &str, avg_degree: &str, seed: &str) {
+    ok(&[
+        "graph",
+        "generate",
+        "--model",
+        "lfr",
+        "--nodes",
+        nodes,
+        "--avg-degree",
+        avg_degree,
+        "--seed",
+        seed,
+        "-o",
+        p(path),
+    ]);
+}
