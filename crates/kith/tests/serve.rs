@@ -149,8 +149,22 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn parker_api_over_http() {
     let dir = tempfile::tempdir().unwrap();
-    let store = store(dir.path(), "300");
-    let server = Server::start(&store, &[]);
+    let base = store(dir.path(), "300");
+    let redis = Redis::get();
+    for backend in ["in-process", "redis"] {
+        let copy = dir.path().join(backend);
+        copy_dir(&base, &copy);
+        let prefix = format!("parker-{}", std::process::id());
+        let args: Vec<&str> = match backend {
+            "redis" => vec!["--redis", &redis.url, "--redis-prefix", &prefix],
+            _ => vec![],
+        };
+        let server = Server::start(&copy, &args);
+        parker_api(&server);
+    }
+}
+
+fn parker_api(server: &Server) {
     let http = client();
     let get = |path: &str| body(http.get(server.url(path)).send().unwrap());
 
@@ -479,6 +493,26 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
             }
         }
     }
+    // Write-back with a cache too small to hold anything for long and a slow flush: posts
+    // evicted from the cache before they reach the store are still read (pending set).
+    let copy = dir.path().join("evicting");
+    copy_dir(&base, &copy);
+    let server = Server::start(
+        &copy,
+        &[
+            "--feed",
+            "push",
+            "--cache",
+            "write-back",
+            "--cache-bytes",
+            "600",
+            "--flush-interval-ms",
+            "400",
+        ],
+    );
+    assert!(feed_scenario(&server, &http) == first.unwrap(), "evicting write-back differs");
+    let (_, stats) = body(http.get(server.url("/stats")).send().unwrap());
+    assert!(stats["hit_rate"]["post"]["misses"].as_u64().unwrap() > 100, "no eviction: {stats}");
 }
 
 #[test]
