@@ -99,3 +99,26 @@ def test_push_feed_is_the_merge_of_followees_posts(server):
     with pytest.raises(urllib.error.HTTPError) as e:
         call(server, "/users/0/follow", {"targets": follows[0][:1]})
     assert e.value.code == 409
+
+
+def test_openapi_document_is_valid_and_complete(server):
+    from openapi_spec_validator import validate
+
+    doc = call(server, "/openapi.json")
+    validate(doc)
+    ops = {(m.upper(), p) for p, item in doc["paths"].items() for m in item}
+    for want in [("GET", "/users/{uid}"), ("PUT", "/users/{uid}"), ("GET", "/users/{uid}/profile"),
+                 ("PUT", "/users/{uid}/profile"), ("GET", "/users/{uid}/friends"),
+                 ("POST", "/users/{uid}/friends/{fid}"), ("DELETE", "/users/{uid}/friends/{fid}"),
+                 ("GET", "/users"), ("GET", "/users/random"), ("GET", "/paths/shortest"),
+                 ("GET", "/users/{uid}/neighborhood"), ("POST", "/users/{uid}/follow"),
+                 ("DELETE", "/users/{uid}/follow/{target}"), ("GET", "/users/{uid}/follows"),
+                 ("POST", "/posts"), ("GET", "/posts/{id}"), ("GET", "/users/{uid}/feed")]:
+        assert want in ops, want
+    # Every error response points at the one error schema.
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            for status, resp in op["responses"].items():
+                if status.startswith("4"):
+                    ref = resp["content"]["application/json"]["schema"]["$ref"]
+                    assert ref.endswith("/ErrorBody"), (method, path, status)

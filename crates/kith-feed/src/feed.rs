@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::cache::Backend;
 use crate::db::{Degree, FeedDb};
 use crate::error::{Error, Result};
-use crate::journal::{Journal, SharedPending, lock};
+use crate::journal::{Journal, JournalCounters, SharedPending, lock};
 use crate::post::{IdGen, Post, check_content, now_ms};
 
 /// How feeds are assembled.
@@ -165,6 +165,7 @@ struct Metrics {
     flushed: IntCounter,
     timeline_builds: IntCounter,
     cache_errors: IntCounter,
+    journal: JournalCounters,
 }
 
 impl Metrics {
@@ -194,6 +195,7 @@ impl Metrics {
                 "kith_cache_errors_total",
                 "Cache writes that failed after the store write succeeded",
             ),
+            journal: JournalCounters::default(),
         };
         let _ = registry.register(Box::new(m.cache.clone()));
         for c in [
@@ -202,6 +204,8 @@ impl Metrics {
             &m.flushed,
             &m.timeline_builds,
             &m.cache_errors,
+            &m.journal.appends,
+            &m.journal.syncs,
         ] {
             let _ = registry.register(Box::new(c.clone()));
         }
@@ -287,7 +291,9 @@ impl Feed {
         };
         let pending = SharedPending::default();
         let journal_dir = root.join("feed-journal");
-        let (journal, replayed, old) = Journal::open(&journal_dir, pending.clone())?;
+        let metrics = Metrics::new(registry);
+        let (journal, replayed, old) =
+            Journal::open(&journal_dir, pending.clone(), metrics.journal.clone())?;
         let mut last = db.last_post_id()?;
         if !replayed.is_empty() {
             last = last.max(replayed.iter().map(|p| p.id).max().unwrap_or(0));
@@ -316,7 +322,7 @@ impl Feed {
             tasks: std::sync::Mutex::new(Vec::new()),
             to_delete: AsyncMutex::new(Vec::new()),
             friend_stripes: (0..FRIEND_STRIPES).map(|_| AsyncMutex::new(0)).collect(),
-            metrics: Metrics::new(registry),
+            metrics,
             config,
         });
         let dispatcher = tokio::spawn(Feed::dispatch(feed.clone(), rx));
@@ -352,6 +358,11 @@ impl Feed {
     /// Fan-out jobs queued or running.
     pub fn fanout_depth(&self) -> i64 {
         self.depth.load(Ordering::SeqCst)
+    }
+
+    /// Write-back journal appends and `fdatasync` calls so far.
+    pub fn journal_counts(&self) -> (u64, u64) {
+        (self.metrics.journal.appends.get(), self.metrics.journal.syncs.get())
     }
 
     /// Posts acknowledged but still only in the journal.

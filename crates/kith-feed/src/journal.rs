@@ -52,6 +52,33 @@ impl Pending {
     }
 }
 
+/// Counters the journal thread keeps: appends and `fdatasync` calls (their ratio is the
+/// group commit's batch size).
+#[derive(Clone, Debug)]
+pub struct JournalCounters {
+    /// Posts appended.
+    pub appends: prometheus::IntCounter,
+    /// `fdatasync` calls.
+    pub syncs: prometheus::IntCounter,
+}
+
+impl Default for JournalCounters {
+    fn default() -> Self {
+        JournalCounters {
+            appends: prometheus::IntCounter::new(
+                "kith_journal_appends_total",
+                "Posts appended to the write-back journal",
+            )
+            .expect("valid metric"),
+            syncs: prometheus::IntCounter::new(
+                "kith_journal_syncs_total",
+                "fdatasync calls of the write-back journal",
+            )
+            .expect("valid metric"),
+        }
+    }
+}
+
 /// Shared pending set.
 pub type SharedPending = Arc<Mutex<Pending>>;
 
@@ -139,7 +166,11 @@ impl Journal {
     /// Replays `dir` (creating it if needed): returns the posts found, oldest first, and the
     /// paths of the segments they are in. The caller stores them and then deletes those
     /// segments; the journal starts writing a fresh segment.
-    pub fn open(dir: &Path, pending: SharedPending) -> Result<(Journal, Vec<Post>, Vec<PathBuf>)> {
+    pub fn open(
+        dir: &Path,
+        pending: SharedPending,
+        counters: JournalCounters,
+    ) -> Result<(Journal, Vec<Post>, Vec<PathBuf>)> {
         std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
         let found = segments(dir)?;
         let mut posts = Vec::new();
@@ -153,7 +184,7 @@ impl Journal {
         let file = open_segment(&dir, next_seq)?;
         let thread = std::thread::Builder::new()
             .name("kith-journal".into())
-            .spawn(move || run(rx, dir, next_seq, file, pending))
+            .spawn(move || run(rx, dir, next_seq, file, pending, counters))
             .map_err(Error::io("starting the journal thread"))?;
         let journal = Journal { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) };
         Ok((journal, posts, old))
@@ -211,6 +242,7 @@ fn run(
     mut seq: u64,
     mut file: File,
     pending: SharedPending,
+    counters: JournalCounters,
 ) {
     let mut closed: Vec<PathBuf> = Vec::new();
     let mut batch: Vec<(Arc<Post>, oneshot::Sender<Result<()>>)> = Vec::new();
@@ -221,7 +253,7 @@ fn run(
             match next.take() {
                 Some(Cmd::Append(post, ack)) => batch.push((post, ack)),
                 Some(Cmd::Rotate(answer)) => {
-                    commit(&mut file, &mut buf, &mut batch, &pending);
+                    commit(&mut file, &mut buf, &mut batch, &pending, &counters);
                     closed.push(segment_path(&dir, seq));
                     let rotated = open_segment(&dir, seq + 1);
                     let reply = match rotated {
@@ -240,14 +272,14 @@ fn run(
                 None => {}
             }
             if batch.len() >= 4096 {
-                commit(&mut file, &mut buf, &mut batch, &pending);
+                commit(&mut file, &mut buf, &mut batch, &pending, &counters);
             }
             match rx.try_recv() {
                 Ok(cmd) => next = Some(cmd),
                 Err(_) => break,
             }
         }
-        commit(&mut file, &mut buf, &mut batch, &pending);
+        commit(&mut file, &mut buf, &mut batch, &pending, &counters);
     }
 }
 
@@ -257,6 +289,7 @@ fn commit(
     buf: &mut Vec<u8>,
     batch: &mut Vec<(Arc<Post>, oneshot::Sender<Result<()>>)>,
     pending: &SharedPending,
+    counters: &JournalCounters,
 ) {
     if batch.is_empty() {
         return;
@@ -269,8 +302,10 @@ fn commit(
         buf.extend_from_slice(&payload);
     }
     let written = file.write_all(buf).and_then(|()| file.sync_data());
+    counters.syncs.inc();
     match written {
         Ok(()) => {
+            counters.appends.inc_by(batch.len() as u64);
             let mut p = lock(pending);
             for (post, _) in batch.iter() {
                 p.insert(post.clone());
@@ -303,7 +338,8 @@ mod tests {
     async fn appends_survive_and_torn_tails_are_cut() {
         let dir = tempfile::tempdir().unwrap();
         let pending = SharedPending::default();
-        let (j, replayed, old) = Journal::open(dir.path(), pending.clone()).unwrap();
+        let (j, replayed, old) =
+            Journal::open(dir.path(), pending.clone(), JournalCounters::default()).unwrap();
         assert!(replayed.is_empty() && old.is_empty());
         for id in 1..=5 {
             j.append(post(id)).await.unwrap();
@@ -319,7 +355,9 @@ mod tests {
         let mut f = OpenOptions::new().append(true).open(&newest).unwrap();
         f.write_all(&[9, 0, 0, 0, 1, 2]).unwrap();
         drop(f);
-        let (_j, replayed, old) = Journal::open(dir.path(), SharedPending::default()).unwrap();
+        let (_j, replayed, old) =
+            Journal::open(dir.path(), SharedPending::default(), JournalCounters::default())
+                .unwrap();
         assert_eq!(replayed.iter().map(|p| p.id).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
         assert_eq!(old.len(), 2);
         assert_eq!(replayed[5], *post(6));

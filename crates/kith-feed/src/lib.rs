@@ -28,7 +28,7 @@ pub use error::{Error, Result};
 pub use feed::{
     CacheMode, Feed, FeedConfig, FeedPage, Follows, HitRate, MAX_FEED_PAGE, Strategy, merge_newest,
 };
-pub use journal::{Journal, Pending, SharedPending};
+pub use journal::{Journal, JournalCounters, Pending, SharedPending};
 pub use post::{
     IdGen, MAX_CONTENT_BYTES, Post, check_content, decode_cursor, encode_cursor, now_ms,
 };

@@ -134,6 +134,8 @@ struct Stats {
     hit_rate: serde_json::Value,
     fanout_queue_depth: i64,
     writeback_pending: usize,
+    journal_appends: u64,
+    journal_syncs: u64,
 }
 
 async fn stats(State(s): State<AppState>) -> axum::Json<Stats> {
@@ -155,6 +157,8 @@ async fn stats(State(s): State<AppState>) -> axum::Json<Stats> {
         hit_rate: hit_rate.into(),
         fanout_queue_depth: s.feed.fanout_depth(),
         writeback_pending: s.feed.pending_posts(),
+        journal_appends: s.feed.journal_counts().0,
+        journal_syncs: s.feed.journal_counts().1,
     })
 }
 

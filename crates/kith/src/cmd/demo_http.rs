@@ -96,10 +96,19 @@ pub(crate) fn run(
         stats["hit_rate"][k]["rate"].as_f64().map_or("-".into(), |r| format!("{:.1} %", 100.0 * r))
     };
     println!(
-        "cache hit rate: posts {}, friend lists {}, timelines {}; server shut down gracefully",
+        "cache hit rate: posts {}, friend lists {}, timelines {}",
         rate("post"),
         rate("friends"),
         rate("timeline")
+    );
+    let (appends, syncs) = (
+        stats["journal_appends"].as_u64().unwrap_or(0),
+        stats["journal_syncs"].as_u64().unwrap_or(0),
+    );
+    println!(
+        "write-back journal: {appends} posts in {syncs} fdatasync calls ({:.2} posts per sync); \
+         server shut down gracefully",
+        appends as f64 / syncs.max(1) as f64
     );
     drop(runtime);
     drop(store);
