@@ -74,6 +74,7 @@ struct HttpBench {
     friends_ttl_s: f64,
     server: String,
     cases: Vec<HttpCase>,
+    journal_posts_per_sync: f64,
     note: &'static str,
 }
 
@@ -138,29 +139,18 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
     )?);
     let uids: Vec<u64> = graph.original_ids()[..args.hot].to_vec();
 
-    let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
-        .args(["serve", "--dir"])
-        .arg(&store_dir)
-        .args(["--addr", "127.0.0.1:0", "--feed", "push", "--cache", "aside"])
-        .args(["--friends-ttl-s", &args.friends_ttl_s.to_string()])
-        .args(args.redis.iter().flat_map(|r| ["--redis", r.as_str()]))
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting kith serve")?;
-    let mut line = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-    stdout.read_line(&mut line)?;
-    // Keep reading, so the server's later output never meets a closed pipe.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let server = ServerProcess(child);
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .with_context(|| format!("no address in {line:?}"))?
-        .to_string();
-    let base = format!("http://{addr}");
+    let common: Vec<String> =
+        ["--feed", "push", "--friends-ttl-s", &args.friends_ttl_s.to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(args.redis.iter().flat_map(|r| ["--redis".to_string(), r.clone()]))
+            .collect();
+    let with = |extra: &[&str]| {
+        let mut a = common.clone();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let (server, base) = start_server(&store_dir, &with(&["--cache", "aside"]))?;
 
     // Preload: every hot user follows 20 hot users; posts by random hot users.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -168,6 +158,17 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
 
     let mut cases = Vec::new();
     let list = uids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    let get = |template: &str| {
+        let (pre, post) = template.split_once("%d").expect("template");
+        format!("return wrk.format(\"GET\", \"{pre}\" .. ids[math.random(#ids)] .. \"{post}\")")
+    };
+    let post =
+        "return wrk.format(\"POST\", \"/posts\", {[\"content-type\"] = \"application/json\"}, \
+                '{\"author\":' .. ids[math.random(#ids)] .. ',\"content\":\"a benchmark post\"}')"
+            .to_string();
+    let run = |name: &str, path: &str, body: String, kind: Option<&str>, base: &str| {
+        wrk_case(&args, tmp.path(), &runtime, base, &list, name, path, &body, kind)
+    };
     for (name, template, kind) in [
         (
             "friends eventual (cached)",
@@ -177,73 +178,28 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
         ("friends strong (store)", "/users/%d/friends?limit=100", None),
         ("feed push (cached)", "/users/%d/feed?limit=50", Some("post")),
     ] {
-        let (pre, post) = template.split_once("%d").expect("template");
-        let script = tmp.path().join("req.lua");
-        std::fs::write(
-            &script,
-            format!(
-                "local ids = {{{list}}}\nmath.randomseed({})\nrequest = function()\n  return wrk.format(\"GET\", \"{pre}\" .. ids[math.random(#ids)] .. \"{post}\")\nend\n",
-                args.seed
-            ),
-        )?;
-        let before: serde_json::Value = runtime
-            .block_on(async { reqwest::get(format!("{base}/stats")).await?.json().await })?;
-        eprintln!("bench http: {name}, {} s", args.duration_s);
-        let out = Command::new("wrk")
-            .args(["-t", &args.wrk_threads.to_string(), "-c", &args.connections.to_string()])
-            .args(["-d", &format!("{}s", args.duration_s), "--latency", "-s"])
-            .arg(&script)
-            .arg(&base)
-            .output()?;
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        ensure!(out.status.success(), "wrk failed: {}", String::from_utf8_lossy(&out.stderr));
-        let after: serde_json::Value = runtime
-            .block_on(async { reqwest::get(format!("{base}/stats")).await?.json().await })?;
-        let rps = text
-            .lines()
-            .find_map(|l| l.strip_prefix("Requests/sec:"))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .with_context(|| format!("no Requests/sec in wrk output: {text}"))?;
-        let requests = text
-            .lines()
-            .find(|l| l.contains("requests in"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let non_2xx = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("Non-2xx or 3xx responses:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        let hit_rate = kind.and_then(|k| {
-            let d = |f: &str| {
-                after["hit_rate"][k][f].as_u64().unwrap_or(0)
-                    - before["hit_rate"][k][f].as_u64().unwrap_or(0)
-            };
-            let (h, m) = (d("hits"), d("misses"));
-            (h + m > 0).then(|| h as f64 / (h + m) as f64)
-        });
-        let case = HttpCase {
-            name: name.into(),
-            path: template.into(),
-            requests_per_s: rps,
-            p50_ms: wrk_ms(&text, "50%").unwrap_or(f64::NAN),
-            p99_ms: wrk_ms(&text, "99%").unwrap_or(f64::NAN),
-            requests,
-            non_2xx,
-            hit_rate,
-        };
-        println!(
-            "{:<28}{:>12.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   non-2xx {}   hit rate {}",
-            case.name,
-            case.requests_per_s,
-            case.p50_ms,
-            case.p99_ms,
-            case.non_2xx,
-            case.hit_rate.map_or("-".into(), |h| format!("{:.1} %", 100.0 * h))
-        );
-        cases.push(case);
+        cases.push(run(name, template, get(template), kind, &base)?);
     }
+    cases.push(run(
+        "post, cache aside (synced store write)",
+        "POST /posts",
+        post.clone(),
+        None,
+        &base,
+    )?);
+    drop(server);
+    let (server, base) = start_server(&store_dir, &with(&["--cache", "write-back"]))?;
+    cases.push(run("post, write-back (journal)", "POST /posts", post, None, &base)?);
+    let stats: serde_json::Value =
+        runtime.block_on(async { reqwest::get(format!("{base}/stats")).await?.json().await })?;
+    let (appends, syncs) = (
+        stats["journal_appends"].as_u64().unwrap_or(0),
+        stats["journal_syncs"].as_u64().unwrap_or(0),
+    );
+    let posts_per_sync = appends as f64 / syncs.max(1) as f64;
+    println!(
+        "write-back journal: {appends} posts in {syncs} fdatasync calls ({posts_per_sync:.1} per sync)"
+    );
     drop(server);
     let version = String::from_utf8_lossy(&Command::new("wrk").arg("--version").output()?.stdout)
         .lines()
@@ -262,10 +218,11 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
         duration_s: args.duration_s,
         friends_ttl_s: args.friends_ttl_s,
         server: format!(
-            "kith serve --feed push --cache aside ({} backend), 2 tokio workers",
+            "kith serve --feed push --cache aside, then --cache write-back for the last case ({} backend), 2 tokio workers",
             if args.redis.is_some() { "redis" } else { "in-process" }
         ),
         cases,
+        journal_posts_per_sync: posts_per_sync,
         note: "server and wrk share the machine's cores; loopback HTTP/1.1 keep-alive",
     };
     let out = args.out.unwrap_or_else(|| {
@@ -277,6 +234,111 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
     std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")?;
     println!("wrote {}", out.display());
     Ok(())
+}
+
+fn start_server(store_dir: &std::path::Path, args: &[String]) -> Result<(ServerProcess, String)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["serve", "--dir"])
+        .arg(store_dir)
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting kith serve")?;
+    let mut line = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    stdout.read_line(&mut line)?;
+    // Keep reading, so the server's later output never meets a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let server = ServerProcess(child);
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .with_context(|| format!("no address in {line:?}"))?
+        .to_string();
+    Ok((server, format!("http://{addr}")))
+}
+
+/// One wrk run: `request` is the body of wrk's `request` function (with `ids` in scope).
+#[allow(clippy::too_many_arguments)]
+fn wrk_case(
+    args: &HttpBenchArgs,
+    tmp: &std::path::Path,
+    runtime: &tokio::runtime::Runtime,
+    base: &str,
+    list: &str,
+    name: &str,
+    path: &str,
+    request: &str,
+    kind: Option<&str>,
+) -> Result<HttpCase> {
+    let script = tmp.join("req.lua");
+    std::fs::write(
+        &script,
+        format!(
+            "local ids = {{{list}}}\nmath.randomseed({})\nrequest = function()\n  {request}\nend\n",
+            args.seed
+        ),
+    )?;
+    let stats = || -> Result<serde_json::Value> {
+        Ok(runtime.block_on(async { reqwest::get(format!("{base}/stats")).await?.json().await })?)
+    };
+    let before = stats()?;
+    eprintln!("bench http: {name}, {} s", args.duration_s);
+    let out = Command::new("wrk")
+        .args(["-t", &args.wrk_threads.to_string(), "-c", &args.connections.to_string()])
+        .args(["-d", &format!("{}s", args.duration_s), "--latency", "-s"])
+        .arg(&script)
+        .arg(base)
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    ensure!(out.status.success(), "wrk failed: {}", String::from_utf8_lossy(&out.stderr));
+    let after = stats()?;
+    let rps = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .with_context(|| format!("no Requests/sec in wrk output: {text}"))?;
+    let requests = text
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let non_2xx = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Non-2xx or 3xx responses:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let hit_rate = kind.and_then(|k| {
+        let d = |f: &str| {
+            after["hit_rate"][k][f].as_u64().unwrap_or(0)
+                - before["hit_rate"][k][f].as_u64().unwrap_or(0)
+        };
+        let (h, m) = (d("hits"), d("misses"));
+        (h + m > 0).then(|| h as f64 / (h + m) as f64)
+    });
+    let case = HttpCase {
+        name: name.into(),
+        path: path.into(),
+        requests_per_s: rps,
+        p50_ms: wrk_ms(&text, "50%").unwrap_or(f64::NAN),
+        p99_ms: wrk_ms(&text, "99%").unwrap_or(f64::NAN),
+        requests,
+        non_2xx,
+        hit_rate,
+    };
+    println!(
+        "{:<40}{:>10.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   non-2xx {}   hit rate {}",
+        case.name,
+        case.requests_per_s,
+        case.p50_ms,
+        case.p99_ms,
+        case.non_2xx,
+        case.hit_rate.map_or("-".into(), |h| format!("{:.1} %", 100.0 * h))
+    );
+    Ok(case)
 }
 
 async fn preload(base: &str, uids: &[u64], posts: usize, seed: u64) -> Result<()> {
