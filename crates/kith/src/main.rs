@@ -43,6 +43,9 @@ enum Command {
     Bench(cmd::bench::BenchCommand),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
     Serve(cmd::serve::ServeArgs),
+    /// Synthetic traffic: SONETOR traces.
+    #[command(subcommand)]
+    Workload(cmd::workload::WorkloadCommand),
     /// kith's main job on its embedded default: generate a social graph, lay it out, store
     /// it, serve it over HTTP and drive a short workload against it.
     Demo(cmd::demo::DemoArgs),
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Experiment(c) => cmd::experiment::run(c),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Workload(c) => cmd::workload::run(c),
         Command::Demo(a) => cmd::demo::run(a),
     };
     machine::report_peak_rss();

@@ -13,3 +13,4 @@ pub(crate) mod graph;
 pub(crate) mod layout;
 pub(crate) mod serve;
 pub(crate) mod store;
+pub(crate) mod workload;
