@@ -5,14 +5,20 @@
 //! post sizes), generated deterministically in parallel from a seed and written as SONETOR's
 //! TSV trace; the trace reader used to replay one.
 //!
-//! What it is not: the load driver that sends the traffic (the `kith workload run` command).
+//! Also: the request sources (a trace replayed, a LinkBench-like mix over Parker's API,
+//! Bondhu's friend-access workloads) and the load driver that sends them to a kith server
+//! over HTTP, closed or open loop, with HdrHistogram latencies per operation.
 
 mod config;
+mod driver;
 mod error;
+mod mix;
 mod sonetor;
 mod trace;
 
 pub use config::{LogNorm, Markov, PostSize, SonetorConfig, Zipf};
+pub use driver::{OpReport, RunConfig, RunReport, check_target, run};
 pub use error::{Error, Result};
+pub use mix::{FriendAccess, LINKBENCH, LinkBench, NEW_NODE_BASE, Request, Source, TraceSource};
 pub use sonetor::{Activity, BLOCK, Event, MAX_SESSIONS, Samples, generate, reduce};
 pub use trace::{read_trace, write_trace};

@@ -59,3 +59,127 @@ fn generate_writes_a_sorted_trace_and_refuses_bad_configs() {
     let err = fails(&["workload", "generate", p(&graph), "-o", p(&trace), "--duration-s=-5"]);
     assert!(err.contains("--duration-s must be positive"), "{err}");
 }
+
+#[test]
+fn run_drives_a_server_closed_and_open_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.kgraph");
+    common::lfr_graph(&graph, "1000", "8", "6");
+    let store = dir.path().join("store");
+    ok(&[
+        "store",
+        "build",
+        p(&graph),
+        "--dir",
+        p(&store),
+        "--method",
+        "kith",
+        "--data-bytes",
+        "40",
+    ]);
+    let server = common::Server::start(&store, &["--feed", "push"]);
+    let target = server.base.clone();
+
+    // Closed loop, a sweep of two client counts, LinkBench's mix.
+    let plots = dir.path().join("plots");
+    let report = json(&ok(&[
+        "workload",
+        "run",
+        "--mix",
+        "linkbench",
+        "--target",
+        &target,
+        "--clients",
+        "2,4",
+        "--duration-s",
+        "1",
+        "--warmup-s",
+        "0.2",
+        "--json",
+        "--plot",
+        p(&plots),
+    ]));
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (run, clients) in runs.iter().zip([2, 4]) {
+        assert_eq!(
+            (run["clients"].clone(), run["mode"].clone()),
+            (clients.into(), "closed".into())
+        );
+        let ops: Vec<&str> =
+            run["ops"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
+        assert!(ops.contains(&"getlinklist") && ops.contains(&"addnode"), "{ops:?}");
+        for o in run["ops"].as_array().unwrap() {
+            for f in
+                ["ops", "errors", "throughput", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms"]
+            {
+                assert!(o[f].is_number(), "{f} missing in {o}");
+            }
+            assert!(
+                o["p50_ms"].as_f64() <= o["p99_ms"].as_f64()
+                    && o["p99_ms"].as_f64() <= o["max_ms"].as_f64()
+            );
+            assert_eq!(o["errors"], 0, "{o}");
+        }
+        assert!(run["total"]["throughput"].as_f64().unwrap() > 100.0, "{run}");
+    }
+    assert!(plots.join("throughput.png").is_file() && plots.join("latency-cdf.png").is_file());
+
+    // Open loop at a fixed rate sends on schedule: about rate × seconds requests.
+    let report = json(&ok(&[
+        "workload",
+        "run",
+        "--mix",
+        "bondhu-preferential",
+        "--graph",
+        p(&graph),
+        "--target",
+        &target,
+        "--rate",
+        "400",
+        "--clients",
+        "32",
+        "--duration-s",
+        "1.5",
+        "--warmup-s",
+        "0.25",
+        "--json",
+    ]));
+    let run = &report["runs"][0];
+    assert_eq!(run["mode"], "open");
+    let sent = run["total"]["ops"].as_u64().unwrap();
+    assert!((550..=650).contains(&sent), "open loop sent {sent} in 1.5 s at 400/s");
+
+    // A trace whose users are partly unknown to the server: the 404s are counted, not hidden.
+    let trace = dir.path().join("t.tsv");
+    std::fs::write(&trace, "0.0\tPublish\t3\t10\n0.5\tRetrieve\t3\t20\n1.0\tRetrieve\t999999\t20\n1.5\tPublish\t999999\t5\n").unwrap();
+    let report = json(&ok(&[
+        "workload",
+        "run",
+        "--trace",
+        p(&trace),
+        "--target",
+        &target,
+        "--clients",
+        "1",
+        "--duration-s",
+        "5",
+        "--warmup-s",
+        "0",
+        "--json",
+    ]));
+    let total = &report["runs"][0]["total"];
+    assert_eq!((total["ops"].as_u64(), total["errors"].as_u64()), (Some(4), Some(2)), "{total}");
+    assert_eq!(total["errors_by_status"]["404"], 2);
+
+    // Bad input: a malformed trace line names file and line; an unreachable target fails fast.
+    std::fs::write(&trace, "0.0\tPublish\t3\t10\n0.5\tRead\t3\t20\n").unwrap();
+    let err = fails(&["workload", "run", "--trace", p(&trace), "--target", &target]);
+    assert!(err.contains("t.tsv:2: activity must be Publish or Retrieve"), "{err}");
+    let start = std::time::Instant::now();
+    let err = fails(&["workload", "run", "--mix", "linkbench", "--target", "http://127.0.0.1:9"]);
+    assert!(err.contains("cannot reach the server"), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    let err = fails(&["workload", "run", "--mix", "bondhu-overlap", "--target", &target]);
+    assert!(err.contains("needs --graph"), "{err}");
+}

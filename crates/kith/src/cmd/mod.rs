@@ -14,3 +14,4 @@ pub(crate) mod layout;
 pub(crate) mod serve;
 pub(crate) mod store;
 pub(crate) mod workload;
+pub(crate) mod workload_run;

@@ -1,5 +1,5 @@
 //! `kith workload ...`: synthetic traffic. `generate` writes a SONETOR trace for the users
-//! of a graph.
+//! of a graph; `run` drives a trace or a mix against a kith server.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,6 +16,9 @@ pub(crate) enum WorkloadCommand {
     /// Writes a SONETOR trace (ts, Publish|Retrieve, user, attr; sorted by ts) for every user
     /// of a graph.
     Generate(GenerateArgs),
+    /// Drives a trace or a request mix against a kith server over HTTP: closed loop with
+    /// each client count, or open loop at a rate; per-operation throughput and latency.
+    Run(super::workload_run::RunArgs),
 }
 
 #[derive(Debug, Args)]
@@ -74,6 +77,7 @@ struct SamplesJson<'a> {
 pub(crate) fn run(command: WorkloadCommand) -> Result<()> {
     match command {
         WorkloadCommand::Generate(a) => generate(a),
+        WorkloadCommand::Run(a) => super::workload_run::run(a),
     }
 }
 

@@ -3,8 +3,13 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use serde_json::Value;
 
 pub fn kith(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kith")).args(args).output().expect("run kith")
@@ -50,4 +55,63 @@ pub fn lfr_graph(path: &Path, nodes: &str, avg_degree: &str, seed: &str) {
         "-o",
         p(path),
     ]);
+}
+
+/// A running `kith serve`; killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Server {
+    pub fn start(dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kith"))
+            .args(["serve", "--dir", p(dir), "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start kith serve");
+        let mut line = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        // Keep reading, so the server's later output never meets a closed pipe.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Server { child, base: format!("http://{addr}") }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Waits until the fan-out queue is empty.
+    pub fn settle(&self, http: &Client) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s: Value = http.get(self.url("/stats")).send().unwrap().json().unwrap();
+            if s["fanout_queue_depth"] == 0 {
+                return;
+            }
+            assert!(Instant::now() < deadline, "fan-out did not drain: {s}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn signal(&mut self, sig: &str) -> std::process::ExitStatus {
+        Command::new("kill").args([sig, &self.child.id().to_string()]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

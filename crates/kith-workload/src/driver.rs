@@ -1,0 +1,314 @@
+//! The load driver: sends a [`Source`]'s requests to a kith server over HTTP, closed loop
+//! (a number of clients, each sending its next request when the previous one is answered)
+//! or open loop (requests scheduled at a fixed rate, latency measured from the scheduled
+//! time, so a slow server cannot hide its queueing behind a slower client).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use serde::Serialize;
+use tokio::sync::{Mutex, Semaphore};
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::mix::{Request, Source};
+
+/// How to drive.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The server, e.g. `http://127.0.0.1:7070`.
+    pub target: String,
+    /// Closed loop: concurrent clients. Open loop: the most requests in flight.
+    pub clients: usize,
+    /// Open loop at this many requests per second; `None` = closed loop.
+    pub rate: Option<f64>,
+    /// Measured time.
+    pub duration: Duration,
+    /// Time before it, not measured.
+    pub warmup: Duration,
+    /// Seed of the clients' random streams.
+    pub seed: u64,
+    /// Per-request timeout.
+    pub timeout: Duration,
+}
+
+/// One operation's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct OpReport {
+    /// The operation.
+    pub op: String,
+    /// Requests answered (errors included) in the measured window.
+    pub ops: u64,
+    /// Of those, how many failed: non-2xx status or no answer.
+    pub errors: u64,
+    /// Errors by status code (`"transport"` when there was no answer).
+    pub errors_by_status: BTreeMap<String, u64>,
+    /// ops / measured seconds.
+    pub throughput: f64,
+    /// Latency percentiles over all answered requests, milliseconds.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Slowest.
+    pub max_ms: f64,
+    /// Latency CDF points (ms, fraction), for plotting.
+    pub cdf: Vec<(f64, f64)>,
+}
+
+/// One run (one client count or rate).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// Closed-loop clients (or the in-flight bound of an open loop).
+    pub clients: usize,
+    /// `closed` or `open`.
+    pub mode: &'static str,
+    /// The open loop's rate.
+    pub rate: Option<f64>,
+    /// Seconds measured.
+    pub measured_s: f64,
+    /// Seconds of warm-up.
+    pub warmup_s: f64,
+    /// Open loop: requests that could not be sent on schedule because `clients` were in
+    /// flight (their latency still counts from the scheduled time).
+    pub late_sends: u64,
+    /// Per operation, in the source's order.
+    pub ops: Vec<OpReport>,
+    /// All operations together.
+    pub total: OpReport,
+}
+
+#[derive(Default)]
+struct Tally {
+    hist: BTreeMap<&'static str, Histogram<u64>>,
+    errors: BTreeMap<&'static str, BTreeMap<String, u64>>,
+}
+
+impl Tally {
+    fn record(&mut self, op: &'static str, micros: u64, error: Option<String>) {
+        self.hist
+            .entry(op)
+            .or_insert_with(|| Histogram::new(3).expect("valid precision"))
+            .record(micros.max(1))
+            .expect("auto-resizing histogram");
+        if let Some(e) = error {
+            *self.errors.entry(op).or_default().entry(e).or_insert(0) += 1;
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        for (op, h) in other.hist {
+            self.hist
+                .entry(op)
+                .or_insert_with(|| Histogram::new(3).expect("valid precision"))
+                .add(&h)
+                .expect("same precision");
+        }
+        for (op, errs) in other.errors {
+            let mine = self.errors.entry(op).or_default();
+            for (k, n) in errs {
+                *mine.entry(k).or_insert(0) += n;
+            }
+        }
+    }
+}
+
+fn op_report(
+    op: &str,
+    h: &Histogram<u64>,
+    errors: &BTreeMap<String, u64>,
+    seconds: f64,
+) -> OpReport {
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    let cdf = (0..=200)
+        .map(|i| {
+            let q = 1.0 - 0.5f64.powf(f64::from(i) / 20.0);
+            (ms(q), q)
+        })
+        .chain(std::iter::once((h.max() as f64 / 1000.0, 1.0)))
+        .collect();
+    OpReport {
+        op: op.to_string(),
+        ops: h.len(),
+        errors: errors.values().sum(),
+        errors_by_status: errors.clone(),
+        throughput: h.len() as f64 / seconds.max(1e-9),
+        p50_ms: ms(0.5),
+        p95_ms: ms(0.95),
+        p99_ms: ms(0.99),
+        p999_ms: ms(0.999),
+        max_ms: h.max() as f64 / 1000.0,
+        cdf,
+    }
+}
+
+/// Checks that the target answers `GET /health` within a few seconds.
+pub async fn check_target(http: &reqwest::Client, target: &str) -> Result<()> {
+    let url = format!("{}/health", target.trim_end_matches('/'));
+    let unreachable = |reason: String| Error::Config { origin: target.to_string(), reason };
+    let r = tokio::time::timeout(Duration::from_secs(5), http.get(&url).send())
+        .await
+        .map_err(|_| unreachable("no answer to GET /health within 5 s".into()))?
+        .map_err(|e| unreachable(format!("cannot reach the server ({e})")))?;
+    if !r.status().is_success() {
+        return Err(unreachable(format!(
+            "GET /health answered {}: is this a kith server?",
+            r.status()
+        )));
+    }
+    Ok(())
+}
+
+async fn send(http: &reqwest::Client, base: &str, req: &Request) -> Option<String> {
+    let url = format!("{base}{}", req.path);
+    let builder = match req.method {
+        "POST" => http.post(url),
+        "PUT" => http.put(url),
+        "DELETE" => http.delete(url),
+        _ => http.get(url),
+    };
+    let builder = match &req.body {
+        Some(b) => builder.json(b),
+        None => builder,
+    };
+    match builder.send().await {
+        Ok(r) => {
+            let status = r.status();
+            // Read the whole body: the answer is not complete until then.
+            let body = r.bytes().await;
+            match (status.is_success(), body) {
+                (true, Ok(_)) => None,
+                (false, _) => Some(status.as_u16().to_string()),
+                (true, Err(_)) => Some("transport".into()),
+            }
+        }
+        Err(_) => Some("transport".into()),
+    }
+}
+
+/// Drives `source` against the target once.
+pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunReport> {
+    if config.clients == 0 {
+        return Err(Error::Config {
+            origin: "load driver".into(),
+            reason: "clients must be at least 1".into(),
+        });
+    }
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(config.clients)
+        .timeout(config.timeout)
+        .build()
+        .map_err(|e| Error::Config { origin: "http client".into(), reason: e.to_string() })?;
+    check_target(&http, &config.target).await?;
+    let base = Arc::new(config.target.trim_end_matches('/').to_string());
+    let start = Instant::now();
+    let measure_from = start + config.warmup;
+    let deadline = measure_from + config.duration;
+    let counter = Arc::new(AtomicU64::new(0));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let mut late = 0u64;
+    match config.rate {
+        None => {
+            let mut tasks = Vec::new();
+            for c in 0..config.clients {
+                let (http, base, source, counter, tally) =
+                    (http.clone(), base.clone(), source.clone(), counter.clone(), tally.clone());
+                let seed = config.seed ^ (c as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                tasks.push(tokio::spawn(async move {
+                    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+                    let mut mine = Tally::default();
+                    while Instant::now() < deadline {
+                        let i = counter.fetch_add(1, Ordering::Relaxed);
+                        let Some(req) = source.next(i, &mut rng) else { break };
+                        let t = Instant::now();
+                        let error = send(&http, &base, &req).await;
+                        if t >= measure_from {
+                            mine.record(req.op, t.elapsed().as_micros() as u64, error);
+                        }
+                    }
+                    tally.lock().await.merge(mine);
+                }));
+            }
+            for t in tasks {
+                t.await.map_err(|e| Error::Config {
+                    origin: "load driver".into(),
+                    reason: e.to_string(),
+                })?;
+            }
+        }
+        Some(rate) => {
+            if !(rate > 0.0 && rate.is_finite()) {
+                return Err(Error::Config {
+                    origin: "load driver".into(),
+                    reason: format!("rate must be positive, got {rate}"),
+                });
+            }
+            let permits = Arc::new(Semaphore::new(config.clients));
+            let mut rng = Pcg64Mcg::seed_from_u64(config.seed);
+            let mut i = 0u64;
+            loop {
+                let scheduled = start + Duration::from_secs_f64(i as f64 / rate);
+                if scheduled >= deadline {
+                    break;
+                }
+                tokio::time::sleep_until(scheduled).await;
+                let Some(req) = source.next(i, &mut rng) else { break };
+                i += 1;
+                let permit = match permits.clone().try_acquire_owned() {
+                    Ok(p) => p,
+                    Err(_) => {
+                        late += 1;
+                        permits.clone().acquire_owned().await.expect("never closed")
+                    }
+                };
+                let (http, base, tally) = (http.clone(), base.clone(), tally.clone());
+                tokio::spawn(async move {
+                    let error = send(&http, &base, &req).await;
+                    // From the scheduled time: queueing anywhere counts.
+                    let micros = scheduled.elapsed().as_micros() as u64;
+                    if scheduled >= measure_from {
+                        tally.lock().await.record(req.op, micros, error);
+                    }
+                    drop(permit);
+                });
+            }
+            // Wait for everything in flight.
+            let _ = permits.acquire_many(config.clients as u32).await;
+        }
+    }
+    let end = Instant::now().min(deadline).max(measure_from);
+    let measured = (end - measure_from).as_secs_f64();
+    let tally = std::mem::take(&mut *tally.lock().await);
+    let empty = BTreeMap::new();
+    let mut ops = Vec::new();
+    let mut all = Histogram::<u64>::new(3).expect("valid precision");
+    let mut all_errors: BTreeMap<String, u64> = BTreeMap::new();
+    for op in source.ops() {
+        if let Some(h) = tally.hist.get(op) {
+            all.add(h).expect("same precision");
+            let errors = tally.errors.get(op).unwrap_or(&empty);
+            for (k, n) in errors {
+                *all_errors.entry(k.clone()).or_insert(0) += n;
+            }
+            ops.push(op_report(op, h, errors, measured));
+        }
+    }
+    Ok(RunReport {
+        clients: config.clients,
+        mode: if config.rate.is_some() { "open" } else { "closed" },
+        rate: config.rate,
+        measured_s: measured,
+        warmup_s: config.warmup.as_secs_f64(),
+        late_sends: late,
+        total: op_report("all", &all, &all_errors, measured),
+        ops,
+    })
+}
