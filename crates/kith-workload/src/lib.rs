@@ -19,6 +19,9 @@ mod trace;
 pub use config::{LogNorm, Markov, PostSize, SonetorConfig, Zipf};
 pub use driver::{OpReport, RunConfig, RunReport, check_target, run};
 pub use error::{Error, Result};
-pub use mix::{FriendAccess, LINKBENCH, LinkBench, NEW_NODE_BASE, Request, Source, TraceSource};
+pub use mix::{
+    FriendAccess, LINKBENCH, LinkBench, NEW_NODE_BASE, PARKER_CALLS, ParkerCalls, Request, Source,
+    TraceSource,
+};
 pub use sonetor::{Activity, BLOCK, Event, MAX_SESSIONS, Samples, generate, reduce};
 pub use trace::{read_trace, write_trace};

@@ -211,6 +211,107 @@ impl Source for LinkBench {
     }
 }
 
+/// Parker's API call by call (its Table 1), each call equally often, over users listed from
+/// the server: `get_user`, `get_profile`, `get_friends_list` (100), `put_user` (a new user
+/// with one friend), `put_profile`, `add_friend`, `delete_friend` (undoing an earlier
+/// `add_friend` when there is one), `get_all_users` (a page of 100), `get_random_users`
+/// (10), `shortest_path` (≤ 6 hops), `get_neighborhood` (2 hops, at most 1,000 users).
+#[derive(Debug)]
+pub struct ParkerCalls {
+    users: Vec<u64>,
+    next_node: AtomicU64,
+    added: Mutex<Vec<(u64, u64)>>,
+}
+
+/// The calls of [`ParkerCalls`].
+pub const PARKER_CALLS: [&str; 11] = [
+    "get_user",
+    "get_profile",
+    "get_friends_list",
+    "put_user",
+    "put_profile",
+    "add_friend",
+    "delete_friend",
+    "get_all_users",
+    "get_random_users",
+    "shortest_path",
+    "get_neighborhood",
+];
+
+impl ParkerCalls {
+    /// Calls over these users (at least two).
+    pub fn new(users: Vec<u64>, seed: u64) -> Result<ParkerCalls> {
+        if users.len() < 2 {
+            return Err(Error::Config {
+                origin: "parker".into(),
+                reason: "needs at least two users".into(),
+            });
+        }
+        let base = NEW_NODE_BASE + 512 * (1 << 36) + (seed % 512) * (1 << 36);
+        Ok(ParkerCalls { users, next_node: AtomicU64::new(base), added: Mutex::new(Vec::new()) })
+    }
+}
+
+impl Source for ParkerCalls {
+    fn next(&self, _: u64, rng: &mut Pcg64Mcg) -> Option<Request> {
+        let op = PARKER_CALLS[rng.random_range(0..PARKER_CALLS.len())];
+        let u = self.users[rng.random_range(0..self.users.len())];
+        let mut v = self.users[rng.random_range(0..self.users.len())];
+        if v == u {
+            v = self.users[(rng.random_range(1..self.users.len())
+                + self.users.iter().position(|&w| w == u).unwrap_or(0))
+                % self.users.len()];
+        }
+        let added = || self.added.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(match op {
+            "get_user" => Request::get(op, format!("/users/{u}")),
+            "get_profile" => Request::get(op, format!("/users/{u}/profile")),
+            "get_friends_list" => Request::get(op, format!("/users/{u}/friends?limit=100")),
+            "put_user" => {
+                let n = self.next_node.fetch_add(1, Ordering::Relaxed);
+                Request {
+                    op,
+                    method: "PUT",
+                    path: format!("/users/{n}"),
+                    body: Some(json!({"profile": {"name": format!("new {n}")}, "friends": [u]})),
+                }
+            }
+            "put_profile" => Request {
+                op,
+                method: "PUT",
+                path: format!("/users/{u}/profile"),
+                body: Some(json!({"name": format!("user {u}"), "age": rng.random_range(13..90)})),
+            },
+            "add_friend" => {
+                added().push((u, v));
+                Request { op, method: "POST", path: format!("/users/{u}/friends/{v}"), body: None }
+            }
+            "delete_friend" => {
+                let (a, b) = added().pop().unwrap_or((u, v));
+                Request {
+                    op,
+                    method: "DELETE",
+                    path: format!("/users/{a}/friends/{b}"),
+                    body: None,
+                }
+            }
+            "get_all_users" => Request::get(op, "/users?limit=100".into()),
+            "get_random_users" => Request::get(op, "/users/random?n=10".into()),
+            "shortest_path" => {
+                Request::get(op, format!("/paths/shortest?from={u}&to={v}&max_hops=6"))
+            }
+            _ => Request::get(
+                "get_neighborhood",
+                format!("/users/{u}/neighborhood?hops=2&limit=1000"),
+            ),
+        })
+    }
+
+    fn ops(&self) -> Vec<&'static str> {
+        PARKER_CALLS.to_vec()
+    }
+}
+
 /// Bondhu's friend-access workloads: a user drawn uniformly, then one of their friends with
 /// probability proportional to the edge weight of the model (uniform: every friend alike;
 /// preferential: by the friends' degrees; overlap: by common friends), and that friend's

@@ -1,9 +1,8 @@
 //! `kith bench http`: a quick throughput figure for the service, measured with `wrk` over
 //! loopback, server and client sharing the machine. (A proper load driver is `kith workload`.)
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -12,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use serde::Serialize;
 
+use super::processes::start_server;
 use crate::machine::{Machine, git_commit, utc_now};
 
 #[derive(Debug, Args)]
@@ -76,15 +76,6 @@ struct HttpBench {
     cases: Vec<HttpCase>,
     journal_posts_per_sync: f64,
     note: &'static str,
-}
-
-struct ServerProcess(Child);
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
-        let _ = self.0.wait();
-    }
 }
 
 fn wrk_ms(text: &str, label: &str) -> Option<f64> {
@@ -234,30 +225,6 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
     std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")?;
     println!("wrote {}", out.display());
     Ok(())
-}
-
-fn start_server(store_dir: &std::path::Path, args: &[String]) -> Result<(ServerProcess, String)> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["serve", "--dir"])
-        .arg(store_dir)
-        .args(["--addr", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting kith serve")?;
-    let mut line = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-    stdout.read_line(&mut line)?;
-    // Keep reading, so the server's later output never meets a closed pipe.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let server = ServerProcess(child);
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .with_context(|| format!("no address in {line:?}"))?
-        .to_string();
-    Ok((server, format!("http://{addr}")))
 }
 
 /// One wrk run: `request` is the body of wrk's `request` function (with `ids` in scope).

@@ -33,6 +33,14 @@ pub(crate) enum ExperimentCommand {
     /// the same graph under different layouts, cold or warm, whole or partial blocks
     /// (Bondhu Figs. 3-8).
     BondhuDatasize(super::experiment_store::DatasizeArgs),
+    /// Twibo's workload (a SONETOR trace over a follow graph) against pull, push, push +
+    /// cache-aside, push + write-back and hybrid feeds, in-process and on Redis, swept over
+    /// client counts (Twibo Tables 3 and 4).
+    Twibo(super::experiment_service::ServiceArgs),
+    /// Cache size against throughput, hit rate and store reads per feed read (Twibo Table 5).
+    TwiboCache(super::experiment_service::ServiceArgs),
+    /// Per-call latency of every Parker endpoint from one client (Parker Table 1).
+    ParkerLatency(super::experiment_service::ServiceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +92,9 @@ pub(crate) fn run(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::BondhuModels(a) => models(&a),
         ExperimentCommand::BondhuEvolution(a) => evolution(&a),
         ExperimentCommand::BondhuDatasize(a) => super::experiment_store::run(a),
+        ExperimentCommand::Twibo(a) => super::experiment_service::twibo(a),
+        ExperimentCommand::TwiboCache(a) => super::experiment_service::twibo_cache(a),
+        ExperimentCommand::ParkerLatency(a) => super::experiment_service::parker_latency(a),
     }
 }
 

@@ -1,0 +1,561 @@
+//! The service experiments: `twibo` (feed strategies and caches against client counts,
+//! Twibo's Tables 3 and 4), `twibo-cache` (cache size against throughput and hit rate,
+//! Twibo's Table 5) and `parker-latency` (per-call latency, Parker's Table 1). Each starts
+//! and stops its own servers, and Redis, on loopback, and drives them with the load driver.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use clap::Args;
+use kith_graph::Graph;
+use kith_workload::{
+    Activity, Event, ParkerCalls, RunConfig, RunReport, SonetorConfig, TraceSource,
+};
+use serde::Serialize;
+use serde_json::json;
+
+use super::graph::GraphInput;
+use super::processes::{ChildProcess, start_redis, start_server};
+use crate::machine::{Machine, git_commit, utc_now};
+use crate::plot::{LineChart, Series, line_chart};
+
+#[derive(Debug, Args)]
+pub(crate) struct ServiceArgs {
+    /// The follow graph (e.g. ego-Twitter, with --directed). Its symmetrised friendships fill
+    /// the store; its edges are the follows (both ways for an undirected graph).
+    #[arg(long)]
+    graph: PathBuf,
+    /// Keep the graph's direction: an edge u→v means u follows v.
+    #[arg(long)]
+    directed: bool,
+    /// Where to write CSV, JSON and PNG (created if missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Client counts to sweep (twibo); the one count of twibo-cache is the last.
+    #[arg(long, value_delimiter = ',', default_value = "8,32,128,512")]
+    clients: Vec<usize>,
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    duration_s: f64,
+    /// Warm-up seconds per run.
+    #[arg(long, default_value_t = 1.0)]
+    warmup_s: f64,
+    /// Publishes of the trace stored before measuring (twibo, twibo-cache).
+    #[arg(long, default_value_t = 20_000)]
+    preload: usize,
+    /// Backends (twibo: both by default; twibo-cache: in-process by default).
+    #[arg(long, value_delimiter = ',')]
+    backends: Vec<String>,
+    /// Hybrid: authors with more followers than this are pulled.
+    #[arg(long, default_value_t = 100)]
+    celebrity_threshold: u64,
+    /// Cache sizes in MB (twibo-cache).
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32")]
+    cache_mb: Vec<u64>,
+    /// Random seed (trace and clients).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Twibo's peak throughputs (requests/s; 3 servers × 6 processes), their Tables 3 and 4.
+const TWIBO_PEAK: [(&str, f64); 4] =
+    [("pull", 333.0), ("push", 964.0), ("push+aside", 2565.0), ("push+write-back", 3206.0)];
+const TWIBO_PROCESSES: f64 = 18.0;
+
+struct Prepared {
+    follows: Graph,
+    store: PathBuf,
+    preload: Vec<Event>,
+    rest: Arc<TraceSource>,
+    _tmp: tempfile::TempDir,
+}
+
+fn prepare(args: &ServiceArgs, with_trace: bool) -> Result<Prepared> {
+    ensure!(args.duration_s > 0.0 && args.warmup_s >= 0.0, "durations must be positive");
+    ensure!(
+        !args.clients.is_empty() && args.clients.iter().all(|&c| c > 0),
+        "--clients must be positive"
+    );
+    std::fs::create_dir_all(&args.out)?;
+    let input = GraphInput {
+        graph: args.graph.clone(),
+        format: None,
+        directed: args.directed,
+        member: None,
+    };
+    let follows = input.load()?;
+    let friends = if follows.is_directed() { follows.to_undirected() } else { follows.clone() };
+    let tmp = tempfile::tempdir()?;
+    let store = tmp.path().join("store");
+    eprintln!("experiment: building a kith-layout store of {} users", friends.num_nodes());
+    let config = kith_layout::LayoutConfig {
+        method: kith_layout::Method::Kith,
+        seed: args.seed,
+        progress: true,
+        ..Default::default()
+    };
+    let layout = kith_layout::compute(&friends, &config)?.layout;
+    let options = kith_store::BuildOptions {
+        data: kith_store::DataSpec::Fixed(40),
+        seed: args.seed,
+        progress: true,
+        ..Default::default()
+    };
+    drop(kith_store::build(
+        &store,
+        &friends,
+        &layout,
+        kith_store::LayoutMeta::of(&config),
+        &options,
+    )?);
+    let (mut preload, mut rest) = (Vec::new(), Vec::new());
+    if with_trace {
+        let (events, _) = kith_workload::generate(
+            follows.original_ids(),
+            &SonetorConfig::default(),
+            args.seed,
+            0,
+        );
+        let mut publishes = 0;
+        for e in events {
+            if publishes < args.preload {
+                if e.activity == Activity::Publish {
+                    publishes += 1;
+                    preload.push(e);
+                }
+            } else {
+                rest.push(e);
+            }
+        }
+        eprintln!(
+            "experiment: trace of {} activities after {} preloaded publishes",
+            rest.len(),
+            preload.len()
+        );
+    }
+    Ok(Prepared { follows, store, preload, rest: Arc::new(TraceSource::new(rest)), _tmp: tmp })
+}
+
+fn copy_store(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    let status = std::process::Command::new("cp").arg("-r").arg(from).arg(to).status()?;
+    ensure!(status.success(), "copying the store failed");
+    Ok(())
+}
+
+/// Follows from the graph's edges, then the preloaded posts, then waits for fan-out.
+async fn preload(base: &str, follows: &Graph, posts: &[Event]) -> Result<()> {
+    let http = reqwest::Client::new();
+    let ids = follows.original_ids();
+    let mut jobs = Vec::new();
+    for u in 0..follows.num_nodes() as u32 {
+        for chunk in follows.neighbors(u).chunks(1000) {
+            let targets: Vec<u64> = chunk.iter().map(|&v| ids[v as usize]).collect();
+            jobs.push((
+                format!("{base}/users/{}/follow", ids[u as usize]),
+                json!({"targets": targets}),
+            ));
+        }
+    }
+    for e in posts {
+        jobs.push((
+            format!("{base}/posts"),
+            json!({"author": e.user, "content": "x".repeat(e.attr.clamp(1, 65_536) as usize)}),
+        ));
+    }
+    let bar = indicatif::ProgressBar::new(jobs.len() as u64);
+    let mut in_flight = tokio::task::JoinSet::new();
+    for (url, body) in jobs {
+        if in_flight.len() >= 32 {
+            let r: reqwest::Response = in_flight.join_next().await.expect("non-empty")??;
+            ensure!(r.status().is_success(), "preload: {} {}", r.url(), r.status());
+            bar.inc(1);
+        }
+        let req = http.post(url).json(&body);
+        in_flight.spawn(async move { req.send().await });
+    }
+    while let Some(r) = in_flight.join_next().await {
+        let r = r??;
+        ensure!(r.status().is_success(), "preload: {} {}", r.url(), r.status());
+    }
+    bar.finish_and_clear();
+    for _ in 0..60_000 {
+        let s: serde_json::Value = http.get(format!("{base}/stats")).send().await?.json().await?;
+        if s["fanout_queue_depth"] == 0 && s["writeback_pending"] == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+async fn stats(base: &str) -> Result<serde_json::Value> {
+    Ok(reqwest::get(format!("{base}/stats")).await?.json().await?)
+}
+
+fn drive(
+    runtime: &tokio::runtime::Runtime,
+    source: Arc<dyn kith_workload::Source>,
+    base: &str,
+    clients: usize,
+    args: &ServiceArgs,
+) -> Result<RunReport> {
+    let config = RunConfig {
+        target: base.to_string(),
+        clients,
+        rate: None,
+        duration: Duration::from_secs_f64(args.duration_s),
+        warmup: Duration::from_secs_f64(args.warmup_s),
+        seed: args.seed,
+        timeout: Duration::from_secs(60),
+    };
+    Ok(runtime.block_on(kith_workload::run(source, &config))?)
+}
+
+fn op<'a>(r: &'a RunReport, name: &str) -> Option<&'a kith_workload::OpReport> {
+    r.ops.iter().find(|o| o.op == name)
+}
+
+#[derive(Debug, Serialize)]
+struct TwiboRow {
+    backend: String,
+    config: String,
+    clients: usize,
+    throughput: f64,
+    retrieve_per_s: f64,
+    publish_per_s: f64,
+    retrieve_p50_ms: f64,
+    retrieve_p99_ms: f64,
+    publish_p99_ms: f64,
+    errors: u64,
+}
+
+const TWIBO_CONFIGS: [(&str, &[&str]); 5] = [
+    ("pull", &["--feed", "pull", "--cache", "none"]),
+    ("push", &["--feed", "push", "--cache", "none"]),
+    ("push+aside", &["--feed", "push", "--cache", "aside"]),
+    ("push+write-back", &["--feed", "push", "--cache", "write-back"]),
+    ("hybrid+write-back", &["--feed", "hybrid", "--cache", "write-back"]),
+];
+
+pub(crate) fn twibo(args: ServiceArgs) -> Result<()> {
+    let p = prepare(&args, true)?;
+    let backends = if args.backends.is_empty() {
+        vec!["in-process".to_string(), "redis".to_string()]
+    } else {
+        args.backends.clone()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut rows = Vec::new();
+    let mut reports = Vec::new();
+    for backend in &backends {
+        for (name, flags) in TWIBO_CONFIGS {
+            let copy = p._tmp.path().join("run");
+            copy_store(&p.store, &copy)?;
+            let mut server_args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+            server_args
+                .extend(["--celebrity-threshold".into(), args.celebrity_threshold.to_string()]);
+            let redis: Option<ChildProcess> = if backend == "redis" {
+                let (r, url) = start_redis(&[])?;
+                server_args.extend(["--redis".into(), url]);
+                Some(r)
+            } else {
+                ensure!(
+                    backend == "in-process",
+                    "unknown backend {backend:?}: in-process or redis"
+                );
+                None
+            };
+            let (server, base) = start_server(&copy, &server_args)?;
+            eprintln!("twibo: {backend} {name}: preloading");
+            runtime.block_on(preload(&base, &p.follows, &p.preload))?;
+            for &clients in &args.clients {
+                eprintln!("twibo: {backend} {name}: {clients} clients");
+                let r = drive(&runtime, p.rest.clone(), &base, clients, &args)?;
+                let (ret, publ) = (op(&r, "retrieve"), op(&r, "publish"));
+                rows.push(TwiboRow {
+                    backend: backend.clone(),
+                    config: name.into(),
+                    clients,
+                    throughput: r.total.throughput,
+                    retrieve_per_s: ret.map_or(0.0, |o| o.throughput),
+                    publish_per_s: publ.map_or(0.0, |o| o.throughput),
+                    retrieve_p50_ms: ret.map_or(f64::NAN, |o| o.p50_ms),
+                    retrieve_p99_ms: ret.map_or(f64::NAN, |o| o.p99_ms),
+                    publish_p99_ms: publ.map_or(f64::NAN, |o| o.p99_ms),
+                    errors: r.total.errors,
+                });
+                let last = rows.last().expect("just pushed");
+                println!(
+                    "{backend:<11}{name:<19}{clients:>5} clients {:>9.0} req/s  feed p50 {:>7.2} ms p99 {:>7.2} ms  errors {}",
+                    last.throughput, last.retrieve_p50_ms, last.retrieve_p99_ms, last.errors
+                );
+                reports.push(json!({"backend": backend, "config": name, "run": r}));
+            }
+            drop(server);
+            drop(redis);
+        }
+    }
+    // CSV, peak table beside Twibo's, charts.
+    let mut csv = String::from(
+        "backend,config,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p99_ms,publish_p99_ms,errors\n",
+    );
+    for r in &rows {
+        csv.push_str(&format!(
+            "{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{}\n",
+            r.backend,
+            r.config,
+            r.clients,
+            r.throughput,
+            r.retrieve_per_s,
+            r.publish_per_s,
+            r.retrieve_p50_ms,
+            r.retrieve_p99_ms,
+            r.publish_p99_ms,
+            r.errors
+        ));
+    }
+    std::fs::write(args.out.join("twibo.csv"), csv)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let mut table = String::from(
+        "backend,config,peak_req_per_s,peak_clients,per_core,twibo_peak,twibo_per_process,per_core_ratio,best_feed_p99_ms_below_saturation\n",
+    );
+    println!(
+        "\npeak throughput beside Twibo's (Twibo: 3 servers x 6 processes; here {cores} cores shared with the driver)"
+    );
+    for backend in &backends {
+        for (name, _) in TWIBO_CONFIGS {
+            let mine: Vec<&TwiboRow> =
+                rows.iter().filter(|r| &r.backend == backend && r.config == name).collect();
+            let Some(peak) = mine.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))
+            else {
+                continue;
+            };
+            // Below saturation: runs reaching at most 80 % of the peak.
+            let below: Vec<&&TwiboRow> =
+                mine.iter().filter(|r| r.throughput <= 0.8 * peak.throughput).collect();
+            let p99_below = below.iter().map(|r| r.retrieve_p99_ms).fold(f64::NAN, f64::min);
+            let twibo = TWIBO_PEAK.iter().find(|(n, _)| *n == name).map(|&(_, t)| t);
+            let per_core = peak.throughput / cores;
+            let ratio = twibo.map(|t| per_core / (t / TWIBO_PROCESSES));
+            table.push_str(&format!(
+                "{backend},{name},{:.0},{},{:.0},{},{},{},{}\n",
+                peak.throughput,
+                peak.clients,
+                per_core,
+                twibo.map_or(String::new(), |t| format!("{t:.0}")),
+                twibo.map_or(String::new(), |t| format!("{:.1}", t / TWIBO_PROCESSES)),
+                ratio.map_or(String::new(), |x| format!("{x:.1}")),
+                if p99_below.is_nan() { String::new() } else { format!("{p99_below:.2}") }
+            ));
+            println!(
+                "{backend:<11}{name:<19} peak {:>8.0} req/s at {:>3} clients, {:>7.0} per core; Twibo {}{}",
+                peak.throughput,
+                peak.clients,
+                per_core,
+                twibo.map_or("-".into(), |t| format!(
+                    "{t:.0} ({:.0} per process)",
+                    t / TWIBO_PROCESSES
+                )),
+                ratio.map_or(String::new(), |x| format!(", ratio {x:.0}x"))
+            );
+        }
+        let series: Vec<Series> = TWIBO_CONFIGS
+            .iter()
+            .map(|(name, _)| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|r| &r.backend == backend && r.config == *name)
+                    .map(|r| (r.clients as f64, r.throughput))
+                    .collect(),
+            })
+            .collect();
+        let title = format!("Twibo's workload on kith ({backend})");
+        line_chart(
+            &args.out.join(format!("twibo-{backend}.png")),
+            &LineChart { title: &title, x_label: "clients", y_label: "requests/s", log2_x: true },
+            &series,
+        )?;
+    }
+    std::fs::write(args.out.join("twibo-peaks.csv"), table)?;
+    let doc = json!({"experiment": "twibo", "date": utc_now(), "commit": git_commit(), "machine": Machine::describe(),
+        "graph": args.graph.display().to_string(), "preload": p.preload.len(), "rows": rows, "runs": reports});
+    std::fs::write(args.out.join("twibo.json"), serde_json::to_string_pretty(&doc)? + "\n")?;
+    println!("wrote twibo.csv, twibo-peaks.csv, twibo.json and charts to {}", args.out.display());
+    Ok(())
+}
+
+pub(crate) fn twibo_cache(args: ServiceArgs) -> Result<()> {
+    let p = prepare(&args, true)?;
+    let backends = if args.backends.is_empty() {
+        vec!["in-process".to_string()]
+    } else {
+        args.backends.clone()
+    };
+    let clients = *args.clients.last().context("--clients is empty")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut csv = String::from(
+        "backend,cache_mb,clients,throughput,feed_p99_ms,post_hit_rate,timeline_hit_rate,store_reads_per_feed_read\n",
+    );
+    let mut points: Vec<(String, Vec<(f64, f64)>, Vec<(f64, f64)>)> = Vec::new();
+    for backend in &backends {
+        let (mut tput, mut hits) = (Vec::new(), Vec::new());
+        for &mb in &args.cache_mb {
+            let copy = p._tmp.path().join("run");
+            copy_store(&p.store, &copy)?;
+            let mut server_args: Vec<String> =
+                ["--feed", "push", "--cache", "aside"].iter().map(|s| s.to_string()).collect();
+            let redis = if backend == "redis" {
+                let (r, url) = start_redis(&[
+                    "--maxmemory".into(),
+                    format!("{mb}mb"),
+                    "--maxmemory-policy".into(),
+                    "allkeys-lru".into(),
+                ])?;
+                server_args.extend(["--redis".into(), url]);
+                Some(r)
+            } else {
+                ensure!(
+                    backend == "in-process",
+                    "unknown backend {backend:?}: in-process or redis"
+                );
+                server_args.extend(["--cache-bytes".into(), (mb << 20).to_string()]);
+                None
+            };
+            let (server, base) = start_server(&copy, &server_args)?;
+            eprintln!("twibo-cache: {backend} {mb} MB: preloading");
+            runtime.block_on(preload(&base, &p.follows, &p.preload))?;
+            let before = runtime.block_on(stats(&base))?;
+            let r = drive(&runtime, p.rest.clone(), &base, clients, &args)?;
+            let after = runtime.block_on(stats(&base))?;
+            let delta = |kind: &str, f: &str| {
+                after["hit_rate"][kind][f]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .saturating_sub(before["hit_rate"][kind][f].as_u64().unwrap_or(0))
+            };
+            let rate = |kind: &str| {
+                let (h, m) = (delta(kind, "hits"), delta(kind, "misses"));
+                if h + m == 0 { f64::NAN } else { h as f64 / (h + m) as f64 }
+            };
+            let feed = op(&r, "retrieve");
+            let reads = feed.map_or(0, |o| o.ops).max(1);
+            // Store requests per feed read: post bodies missed in the cache (each a read of
+            // the feed database), plus timeline builds (each a pull from it).
+            let store_reads =
+                (delta("post", "misses") + delta("timeline", "misses")) as f64 / reads as f64;
+            csv.push_str(&format!(
+                "{backend},{mb},{clients},{:.1},{:.3},{:.4},{:.4},{:.3}\n",
+                r.total.throughput,
+                feed.map_or(f64::NAN, |o| o.p99_ms),
+                rate("post"),
+                rate("timeline"),
+                store_reads
+            ));
+            println!(
+                "{backend:<11}{mb:>4} MB {:>9.0} req/s  post hit rate {:>6.1} %  timeline hit rate {:>6.1} %  store reads per feed read {:.2}",
+                r.total.throughput,
+                100.0 * rate("post"),
+                100.0 * rate("timeline"),
+                store_reads
+            );
+            tput.push((mb as f64, r.total.throughput));
+            hits.push((mb as f64, 100.0 * rate("post")));
+            drop(server);
+            drop(redis);
+        }
+        points.push((backend.clone(), tput, hits));
+    }
+    std::fs::write(args.out.join("twibo-cache.csv"), csv)?;
+    let series: Vec<Series> =
+        points.iter().map(|(b, t, _)| Series { name: b.clone(), points: t.clone() }).collect();
+    line_chart(
+        &args.out.join("twibo-cache-throughput.png"),
+        &LineChart {
+            title: "Twibo's workload: cache size vs throughput (push + aside)",
+            x_label: "cache (MB)",
+            y_label: "requests/s",
+            log2_x: true,
+        },
+        &series,
+    )?;
+    let series: Vec<Series> =
+        points.iter().map(|(b, _, h)| Series { name: b.clone(), points: h.clone() }).collect();
+    line_chart(
+        &args.out.join("twibo-cache-hit-rate.png"),
+        &LineChart {
+            title: "Twibo's workload: cache size vs post hit rate",
+            x_label: "cache (MB)",
+            y_label: "hit rate (%)",
+            log2_x: true,
+        },
+        &series,
+    )?;
+    println!("wrote twibo-cache.csv and charts to {}", args.out.display());
+    Ok(())
+}
+
+pub(crate) fn parker_latency(args: ServiceArgs) -> Result<()> {
+    let p = prepare(&args, false)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let (server, base) = start_server(&p.store, &["--cache".into(), "aside".into()])?;
+    let users: Vec<u64> = p.follows.original_ids().to_vec();
+    let source = Arc::new(ParkerCalls::new(users, args.seed)?);
+    // One client: per-call latency, not throughput.
+    let r = drive(&runtime, source, &base, 1, &args)?;
+    drop(server);
+    let mut csv = String::from("call,kind,ops,mean_ms,p50_ms,p95_ms,p99_ms,max_ms,errors\n");
+    println!(
+        "{:<18}{:>6}{:>8}{:>10}{:>10}{:>10}   Parker (Table 1)",
+        "call", "kind", "ops", "p50 ms", "p99 ms", "max ms"
+    );
+    let mut bars = Vec::new();
+    for o in &r.ops {
+        let write =
+            matches!(o.op.as_str(), "put_user" | "put_profile" | "add_friend" | "delete_friend");
+        let kind = if write { "write" } else { "read" };
+        let mean =
+            o.cdf.windows(2).map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0).sum::<f64>();
+        csv.push_str(&format!(
+            "{},{kind},{},{mean:.4},{:.4},{:.4},{:.4},{:.4},{}\n",
+            o.op, o.ops, o.p50_ms, o.p95_ms, o.p99_ms, o.max_ms, o.errors
+        ));
+        println!(
+            "{:<18}{kind:>6}{:>8}{:>10.3}{:>10.3}{:>10.3}   {}",
+            o.op,
+            o.ops,
+            o.p50_ms,
+            o.p99_ms,
+            o.max_ms,
+            if write { "writes ~14-18 ms" } else { "reads ~0.3-0.5 ms" }
+        );
+        bars.push((o.op.clone(), o.p50_ms));
+    }
+    std::fs::write(args.out.join("parker-latency.csv"), csv)?;
+    let series: Vec<Series> = vec![Series {
+        name: "p50 (ms)".into(),
+        points: bars.iter().enumerate().map(|(i, b)| (i as f64 + 1.0, b.1)).collect(),
+    }];
+    line_chart(
+        &args.out.join("parker-latency.png"),
+        &LineChart {
+            title: "Parker's calls on kith: median latency (1 client; calls in CSV order)",
+            x_label: "call",
+            y_label: "p50 latency (ms)",
+            log2_x: false,
+        },
+        &series,
+    )?;
+    let doc = json!({"experiment": "parker-latency", "date": utc_now(), "commit": git_commit(), "machine": Machine::describe(), "graph": args.graph.display().to_string(), "run": r});
+    std::fs::write(
+        args.out.join("parker-latency.json"),
+        serde_json::to_string_pretty(&doc)? + "\n",
+    )?;
+    println!("wrote parker-latency.csv, .json and .png to {}", args.out.display());
+    Ok(())
+}

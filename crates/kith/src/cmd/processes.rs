@@ -1,0 +1,75 @@
+//! Child processes the benchmarks and experiments start on loopback: `kith serve` and
+//! `redis-server`. Each is stopped (SIGTERM, then waited for) when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// A child stopped with SIGTERM when dropped.
+#[derive(Debug)]
+pub(crate) struct ChildProcess(Child);
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `kith serve --dir <store> --addr 127.0.0.1:0 <args>`; returns it and its URL.
+pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildProcess, String)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["serve", "--dir"])
+        .arg(store_dir)
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting kith serve")?;
+    let mut line = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    stdout.read_line(&mut line)?;
+    // Keep reading, so the server's later output never meets a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let server = ChildProcess(child);
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .with_context(|| format!("kith serve did not start: {line:?}"))?
+        .to_string();
+    Ok((server, format!("http://{addr}")))
+}
+
+/// Starts Debian's `redis-server` on a free loopback port, without persistence, with any
+/// extra arguments (e.g. `--maxmemory 2mb`); returns it and its URL.
+pub(crate) fn start_redis(extra: &[String]) -> Result<(ChildProcess, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting redis-server (apt-get install redis-server)")?;
+    let redis = ChildProcess(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            bail!("redis-server did not start on port {port}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok((redis, format!("redis://127.0.0.1:{port}")))
+}
