@@ -183,3 +183,60 @@ fn run_drives_a_server_closed_and_open_loop() {
     let err = fails(&["workload", "run", "--mix", "bondhu-overlap", "--target", &target]);
     assert!(err.contains("needs --graph"), "{err}");
 }
+
+#[test]
+fn service_experiments_write_their_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.kgraph");
+    common::lfr_graph(&graph, "600", "6", "8");
+    let out = dir.path().join("out");
+    let short = ["--duration-s", "0.4", "--warmup-s", "0.1", "--seed", "2"];
+    let mut args = vec!["experiment", "parker-latency", "--graph", p(&graph), "--out", p(&out)];
+    args.extend(short);
+    let text = ok(&args);
+    assert!(text.contains("shortest_path"), "{text}");
+    let csv = std::fs::read_to_string(out.join("parker-latency.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 12, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",0")), "errors in {csv}");
+    let mut args = vec![
+        "experiment",
+        "twibo",
+        "--graph",
+        p(&graph),
+        "--out",
+        p(&out),
+        "--clients",
+        "2",
+        "--preload",
+        "300",
+        "--backends",
+        "in-process",
+    ];
+    args.extend(short);
+    ok(&args);
+    let csv = std::fs::read_to_string(out.join("twibo.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 6, "{csv}");
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert!(f[3].parse::<f64>().unwrap() > 0.0 && f[9] == "0", "{line}");
+    }
+    assert!(out.join("twibo-in-process.png").is_file() && out.join("twibo-peaks.csv").is_file());
+    let mut args = vec![
+        "experiment",
+        "twibo-cache",
+        "--graph",
+        p(&graph),
+        "--out",
+        p(&out),
+        "--clients",
+        "4",
+        "--preload",
+        "300",
+        "--cache-mb",
+        "1,8",
+    ];
+    args.extend(short);
+    ok(&args);
+    let csv = std::fs::read_to_string(out.join("twibo-cache.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+}

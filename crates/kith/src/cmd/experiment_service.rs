@@ -402,7 +402,9 @@ pub(crate) fn twibo_cache(args: ServiceArgs) -> Result<()> {
     let mut csv = String::from(
         "backend,cache_mb,clients,throughput,feed_p99_ms,post_hit_rate,timeline_hit_rate,store_reads_per_feed_read\n",
     );
-    let mut points: Vec<(String, Vec<(f64, f64)>, Vec<(f64, f64)>)> = Vec::new();
+    // Per backend: (cache MB, throughput) and (cache MB, post hit rate %).
+    type Curves = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let mut points: Vec<Curves> = Vec::new();
     for backend in &backends {
         let (mut tput, mut hits) = (Vec::new(), Vec::new());
         for &mb in &args.cache_mb {
