@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, ok, p};
+use common::{Server, p};
 use reqwest::blocking::{Client, Response};
 use serde_json::{Value, json};
 
@@ -67,17 +67,7 @@ fn store(dir: &Path, nodes: &str) -> PathBuf {
     let graph = dir.join("g.kgraph");
     common::lfr_graph(&graph, nodes, "8", "3");
     let store = dir.join("store");
-    ok(&[
-        "store",
-        "build",
-        p(&graph),
-        "--dir",
-        p(&store),
-        "--method",
-        "kith",
-        "--data-bytes",
-        "40",
-    ]);
+    common::build_store(&graph, &store, "kith");
     store
 }
 

@@ -66,17 +66,7 @@ fn run_drives_a_server_closed_and_open_loop() {
     let graph = dir.path().join("g.kgraph");
     common::lfr_graph(&graph, "1000", "8", "6");
     let store = dir.path().join("store");
-    ok(&[
-        "store",
-        "build",
-        p(&graph),
-        "--dir",
-        p(&store),
-        "--method",
-        "kith",
-        "--data-bytes",
-        "40",
-    ]);
+    common::build_store(&graph, &store, "kith");
     let server = common::Server::start(&store, &["--feed", "push"]);
     let target = server.base.clone();
 

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use serde::Serialize;
 
-use super::processes::start_server;
+use super::processes::{build_kith_store, start_server};
 use crate::machine::{Machine, git_commit, utc_now};
 
 #[derive(Debug, Args)]
@@ -107,27 +107,8 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
         ..Default::default()
     };
     let graph = kith_graph::generate::lfr(&config)?.graph;
-    let layout_config = kith_layout::LayoutConfig {
-        method: kith_layout::Method::Kith,
-        seed: args.seed,
-        progress: true,
-        ..Default::default()
-    };
-    let layout = kith_layout::compute(&graph, &layout_config)?.layout;
     let store_dir = tmp.path().join("store");
-    let options = kith_store::BuildOptions {
-        data: kith_store::DataSpec::Fixed(40),
-        seed: args.seed,
-        progress: true,
-        ..Default::default()
-    };
-    drop(kith_store::build(
-        &store_dir,
-        &graph,
-        &layout,
-        kith_store::LayoutMeta::of(&layout_config),
-        &options,
-    )?);
+    build_kith_store(&graph, &store_dir, args.seed)?;
     let uids: Vec<u64> = graph.original_ids()[..args.hot].to_vec();
 
     let common: Vec<String> =

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::graph::GraphInput;
-use super::processes::{ChildProcess, start_redis, start_server};
+use super::processes::{ChildProcess, build_kith_store, start_redis, start_server};
 use crate::machine::{Machine, git_commit, utc_now};
 use crate::plot::{LineChart, Series, line_chart};
 
@@ -90,26 +90,7 @@ fn prepare(args: &ServiceArgs, with_trace: bool) -> Result<Prepared> {
     let tmp = tempfile::tempdir()?;
     let store = tmp.path().join("store");
     eprintln!("experiment: building a kith-layout store of {} users", friends.num_nodes());
-    let config = kith_layout::LayoutConfig {
-        method: kith_layout::Method::Kith,
-        seed: args.seed,
-        progress: true,
-        ..Default::default()
-    };
-    let layout = kith_layout::compute(&friends, &config)?.layout;
-    let options = kith_store::BuildOptions {
-        data: kith_store::DataSpec::Fixed(40),
-        seed: args.seed,
-        progress: true,
-        ..Default::default()
-    };
-    drop(kith_store::build(
-        &store,
-        &friends,
-        &layout,
-        kith_store::LayoutMeta::of(&config),
-        &options,
-    )?);
+    build_kith_store(&friends, &store, args.seed)?;
     let (mut preload, mut rest) = (Vec::new(), Vec::new());
     if with_trace {
         let (events, _) = kith_workload::generate(

@@ -1,5 +1,6 @@
-//! Child processes the benchmarks and experiments start on loopback: `kith serve` and
-//! `redis-server`. Each is stopped (SIGTERM, then waited for) when dropped.
+//! What the service benchmarks and experiments set up: a kith-layout store, and child
+//! processes on loopback (`kith serve`, `redis-server`), each stopped (SIGTERM, then waited
+//! for) when dropped.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -72,4 +73,23 @@ pub(crate) fn start_redis(extra: &[String]) -> Result<(ChildProcess, String)> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok((redis, format!("redis://127.0.0.1:{port}")))
+}
+
+/// Builds a store of `graph` (undirected) under kith's layout with 40-byte data blocks.
+pub(crate) fn build_kith_store(graph: &kith_graph::Graph, dir: &Path, seed: u64) -> Result<()> {
+    let config = kith_layout::LayoutConfig {
+        method: kith_layout::Method::Kith,
+        seed,
+        progress: true,
+        ..Default::default()
+    };
+    let layout = kith_layout::compute(graph, &config)?.layout;
+    let options = kith_store::BuildOptions {
+        data: kith_store::DataSpec::Fixed(40),
+        seed,
+        progress: true,
+        ..Default::default()
+    };
+    drop(kith_store::build(dir, graph, &layout, kith_store::LayoutMeta::of(&config), &options)?);
+    Ok(())
 }

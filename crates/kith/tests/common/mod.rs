@@ -39,6 +39,11 @@ pub fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).expect("valid JSON")
 }
 
+/// Builds a store of `graph` with `kith store build` under a layout method, 40-byte data.
+pub fn build_store(graph: &Path, store: &Path, method: &str) {
+    ok(&["store", "build", p(graph), "--dir", p(store), "--method", method, "--data-bytes", "40"]);
+}
+
 /// Generates a seeded LFR graph of `nodes` users (ids 0..nodes) with `kith graph generate`.
 pub fn lfr_graph(path: &Path, nodes: &str, avg_degree: &str, seed: &str) {
     ok(&[
