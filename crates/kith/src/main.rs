@@ -43,6 +43,9 @@ enum Command {
     Bench(cmd::bench::BenchCommand),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
     Serve(cmd::serve::ServeArgs),
+    /// Graph analytics: PageRank, hop distances, components, triangles.
+    #[command(subcommand)]
+    Analyze(cmd::analyze::AnalyzeCommand),
     /// Synthetic traffic: SONETOR traces.
     #[command(subcommand)]
     Workload(cmd::workload::WorkloadCommand),
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Bench(c) => cmd::bench::run(c),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Workload(c) => cmd::workload::run(c),
+        Command::Analyze(c) => cmd::analyze::run(c),
         Command::Demo(a) => cmd::demo::run(a),
     };
     machine::report_peak_rss();

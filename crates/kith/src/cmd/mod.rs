@@ -1,5 +1,6 @@
 //! One module per top-level subcommand.
 
+pub(crate) mod analyze;
 pub(crate) mod bench;
 pub(crate) mod bench_friends;
 pub(crate) mod bench_http;

@@ -1,0 +1,230 @@
+//! LFGraph's vertex-program model: a vertex reads its in-neighbours' values and writes its
+//! own. Only in-neighbours are stored. Every value has two versions: the real one, read
+//! during a step, and a shadow one, written during it. So a step needs no locks: a compute
+//! phase writes shadows and changed flags, sub-shard by sub-shard on worker threads, and a
+//! separate exchange phase makes the changed shadows real. That separation is what lets a
+//! distributed engine put its communication between the two phases.
+
+use std::time::Instant;
+
+use kith_graph::{Graph, VertexId};
+use rayon::prelude::*;
+
+/// Vertices per sub-shard (a unit of work for one worker thread).
+pub const SUB_SHARD: usize = 4096;
+
+/// The graph as vertex programs see it: in-neighbours and out-degrees only.
+#[derive(Clone, Debug)]
+pub struct InGraph {
+    offsets: Vec<u64>,
+    sources: Vec<VertexId>,
+    out_degree: Vec<u32>,
+    ids: Vec<u64>,
+}
+
+impl InGraph {
+    /// In-links and out-degrees of `graph` (for an undirected graph both are its edges).
+    pub fn new(graph: &Graph) -> InGraph {
+        let inc = graph.in_csr();
+        let out = graph.out_csr();
+        InGraph {
+            offsets: inc.offsets().to_vec(),
+            sources: inc.targets().to_vec(),
+            out_degree: (0..graph.num_nodes() as VertexId).map(|v| out.degree(v) as u32).collect(),
+            ids: graph.original_ids().to_vec(),
+        }
+    }
+
+    /// Vertices.
+    pub fn num_vertices(&self) -> usize {
+        self.out_degree.len()
+    }
+
+    /// In-links (stored entries).
+    pub fn num_in_links(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// The sources of `v`'s in-links, ascending.
+    #[inline]
+    pub fn in_links(&self, v: VertexId) -> &[VertexId] {
+        &self.sources[self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize]
+    }
+
+    /// `v`'s out-degree.
+    #[inline]
+    pub fn out_degree(&self, v: VertexId) -> u32 {
+        self.out_degree[v as usize]
+    }
+
+    /// Original ids by dense id.
+    pub fn original_ids(&self) -> &[u64] {
+        &self.ids
+    }
+}
+
+/// What a vertex sees during a step: LFGraph's Table 2.
+#[derive(Debug)]
+pub struct Context<'a, V> {
+    vertex: VertexId,
+    step: usize,
+    graph: &'a InGraph,
+    real: &'a [V],
+    changed: &'a [bool],
+}
+
+impl<'a, V> Context<'a, V> {
+    /// This vertex.
+    #[inline]
+    pub fn vertex(&self) -> VertexId {
+        self.vertex
+    }
+
+    /// The step number, from 0.
+    #[inline]
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// The sources of this vertex's in-links.
+    #[inline]
+    pub fn in_links(&self) -> &'a [VertexId] {
+        self.graph.in_links(self.vertex)
+    }
+
+    /// The in-links whose source changed in the previous step (all of them in step 0).
+    #[inline]
+    pub fn changed_in_links(&self) -> impl Iterator<Item = VertexId> + 'a {
+        let changed = self.changed;
+        self.in_links().iter().copied().filter(move |&u| changed[u as usize])
+    }
+
+    /// Out-degree of a vertex.
+    #[inline]
+    pub fn out_degree(&self, u: VertexId) -> u32 {
+        self.graph.out_degree(u)
+    }
+
+    /// The (real) value of a vertex.
+    #[inline]
+    pub fn value(&self, u: VertexId) -> &'a V {
+        &self.real[u as usize]
+    }
+
+    /// This vertex's own value.
+    #[inline]
+    pub fn own(&self) -> &'a V {
+        &self.real[self.vertex as usize]
+    }
+
+    /// Vertices in the graph.
+    #[inline]
+    pub fn num_vertices(&self) -> usize {
+        self.graph.num_vertices()
+    }
+}
+
+/// A vertex program.
+pub trait VertexProgram: Sync {
+    /// The value of a vertex (fixed-size like `f64` and `u32`, or variable like `Vec<u32>`).
+    type Value: Clone + Send + Sync;
+
+    /// The value before step 0.
+    fn init(&self, v: VertexId, graph: &InGraph) -> Self::Value;
+
+    /// This step's value of `ctx.vertex()`: `Some` to put a new value (the vertex changed),
+    /// `None` to keep the old one.
+    fn compute(&self, ctx: &Context<'_, Self::Value>) -> Option<Self::Value>;
+
+    /// Before each step: global aggregates (e.g. PageRank's dangling mass).
+    fn before_step(&mut self, _step: usize, _graph: &InGraph, _values: &[Self::Value]) {}
+
+    /// After each step's exchange: `previous[v]` is `v`'s value before the step where
+    /// `changed[v]`. Returns whether to stop (e.g. converged within a tolerance).
+    fn after_step(
+        &mut self,
+        _step: usize,
+        _values: &[Self::Value],
+        _previous: &[Self::Value],
+        _changed: &[bool],
+    ) -> bool {
+        false
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    /// Steps run.
+    pub steps: usize,
+    /// Vertices that changed in each step.
+    pub changed: Vec<usize>,
+    /// Seconds in compute phases.
+    pub compute_s: f64,
+    /// Seconds in exchange phases.
+    pub exchange_s: f64,
+}
+
+/// Runs `program` for at most `max_steps` steps, or until no value changes (or the program
+/// says stop), on the current rayon pool. Returns the values by dense id.
+pub fn run<P: VertexProgram>(
+    graph: &InGraph,
+    program: &mut P,
+    max_steps: usize,
+) -> (Vec<P::Value>, RunStats) {
+    let n = graph.num_vertices();
+    let mut real: Vec<P::Value> =
+        (0..n as VertexId).into_par_iter().map(|v| program.init(v, graph)).collect();
+    let mut shadow = real.clone();
+    let mut changed = vec![true; n];
+    let mut next = vec![false; n];
+    let mut stats = RunStats::default();
+    for step in 0..max_steps {
+        program.before_step(step, graph, &real);
+        let t = Instant::now();
+        {
+            let (program, real_ref, changed_ref) = (&*program, &real, &changed);
+            shadow
+                .par_chunks_mut(SUB_SHARD)
+                .zip(next.par_chunks_mut(SUB_SHARD))
+                .enumerate()
+                .for_each(|(shard, (shadow, next))| {
+                    for (j, (slot, flag)) in shadow.iter_mut().zip(next.iter_mut()).enumerate() {
+                        let vertex = (shard * SUB_SHARD + j) as VertexId;
+                        let ctx =
+                            Context { vertex, step, graph, real: real_ref, changed: changed_ref };
+                        match program.compute(&ctx) {
+                            Some(value) => {
+                                *slot = value;
+                                *flag = true;
+                            }
+                            None => *flag = false,
+                        }
+                    }
+                });
+        }
+        stats.compute_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        // Exchange: changed shadows become real; the old values stay in the shadows.
+        real.par_chunks_mut(SUB_SHARD)
+            .zip(shadow.par_chunks_mut(SUB_SHARD))
+            .zip(next.par_chunks(SUB_SHARD))
+            .for_each(|((real, shadow), next)| {
+                for ((r, s), &c) in real.iter_mut().zip(shadow.iter_mut()).zip(next) {
+                    if c {
+                        std::mem::swap(r, s);
+                    }
+                }
+            });
+        std::mem::swap(&mut changed, &mut next);
+        stats.exchange_s += t.elapsed().as_secs_f64();
+        let count = changed.par_iter().filter(|&&c| c).count();
+        stats.changed.push(count);
+        stats.steps = step + 1;
+        let stop = program.after_step(step, &real, &shadow, &changed);
+        if stop || count == 0 {
+            break;
+        }
+    }
+    (real, stats)
+}

@@ -1,0 +1,237 @@
+//! `kith analyze ...`: graph analytics on one machine (vertex programs and triangle
+//! counting), with optional sequential verification.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail, ensure};
+use clap::{Args, Subcommand};
+use kith_analytics::{Formulation, InGraph, PageRankConfig, UNREACHABLE};
+use serde_json::{Value, json};
+
+use super::graph::GraphInput;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AnalyzeCommand {
+    /// PageRank (the normalised formulation with dangling mass, or LFGraph's).
+    Pagerank(PageRankArgs),
+    /// Hop distances from one user along edge direction.
+    Sssp(SsspArgs),
+    /// Connected components (weakly connected for a directed graph).
+    Cc(CcArgs),
+    /// Triangles, in total and through each user (on the undirected graph).
+    Triangles(CommonArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CommonArgs {
+    #[command(flatten)]
+    input: GraphInput,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Check the result against a sequential implementation.
+    #[arg(long)]
+    verify: bool,
+    /// Write per-user results as CSV (original id, value).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PageRankArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// At most this many iterations.
+    #[arg(long, default_value_t = 20)]
+    iterations: usize,
+    /// Stop when a step changes the ranks by less than this in L1 (0: all iterations).
+    #[arg(long, default_value_t = 0.0)]
+    tolerance: f64,
+    /// Damping factor.
+    #[arg(long, default_value_t = 0.85)]
+    damping: f64,
+    /// normalized (networkx's) or lfgraph.
+    #[arg(long, default_value = "normalized", value_parser = ["normalized", "lfgraph"])]
+    formulation: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SsspArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The source user (an original id).
+    #[arg(long)]
+    source: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CcArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// label-propagation (the vertex program) or union-find (the fast path).
+    #[arg(long, default_value = "label-propagation", value_parser = ["label-propagation", "union-find"])]
+    method: String,
+}
+
+pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
+    let common = match &command {
+        AnalyzeCommand::Pagerank(a) => &a.common,
+        AnalyzeCommand::Sssp(a) => &a.common,
+        AnalyzeCommand::Cc(a) => &a.common,
+        AnalyzeCommand::Triangles(a) => a,
+    };
+    let threads = match common.threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(t) => t,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    pool.install(|| analyze(&command, common, threads))
+}
+
+fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Result<()> {
+    let graph = match command {
+        AnalyzeCommand::Cc(_) | AnalyzeCommand::Triangles(_) => common.input.load_undirected()?,
+        _ => common.input.load()?,
+    };
+    let ids = graph.original_ids().to_vec();
+    let start = Instant::now();
+    let ig = InGraph::new(&graph);
+    let (name, summary, per_user, verified, steps): (
+        &str,
+        Value,
+        Vec<String>,
+        Option<bool>,
+        Option<usize>,
+    ) = match command {
+        AnalyzeCommand::Pagerank(a) => {
+            ensure!(a.iterations > 0, "--iterations must be at least 1");
+            ensure!(
+                a.tolerance >= 0.0 && a.tolerance.is_finite(),
+                "--tolerance must not be negative"
+            );
+            ensure!(a.damping > 0.0 && a.damping < 1.0, "--damping must be between 0 and 1");
+            let formulation = if a.formulation == "lfgraph" {
+                Formulation::LfGraph
+            } else {
+                Formulation::Normalized
+            };
+            let config = PageRankConfig {
+                formulation,
+                damping: a.damping,
+                iterations: a.iterations,
+                tolerance: a.tolerance,
+            };
+            let (pr, stats, delta) = kith_analytics::pagerank(&ig, config);
+            let verified = common.verify.then(|| {
+                let want = kith_analytics::pagerank_sequential(&ig, config, stats.steps);
+                pr.iter().zip(&want).map(|(x, y)| (x - y).abs()).sum::<f64>()
+                    < 1e-9 * pr.len().max(1) as f64
+            });
+            let mut order: Vec<usize> = (0..pr.len()).collect();
+            order.sort_by(|&x, &y| pr[y].total_cmp(&pr[x]).then(x.cmp(&y)));
+            let top: Vec<Value> =
+                order.iter().take(10).map(|&v| json!({"uid": ids[v], "rank": pr[v]})).collect();
+            let rows = pr.iter().enumerate().map(|(v, r)| format!("{},{r}", ids[v])).collect();
+            (
+                "pagerank",
+                json!({"top": top, "iterations": stats.steps, "last_delta": delta, "formulation": a.formulation,
+                       "edges_per_s": (ig.num_in_links() * stats.steps) as f64 / stats.compute_s.max(1e-12)}),
+                rows,
+                verified,
+                Some(stats.steps),
+            )
+        }
+        AnalyzeCommand::Sssp(a) => {
+            let source = graph
+                .dense_id(a.source)
+                .with_context(|| format!("--source {} is not a user of the graph", a.source))?;
+            let (dist, stats) = kith_analytics::sssp(&ig, source);
+            let verified =
+                common.verify.then(|| dist == kith_analytics::sssp_sequential(&ig, source));
+            let reachable = dist.iter().filter(|&&d| d != UNREACHABLE).count();
+            let max = dist.iter().filter(|&&d| d != UNREACHABLE).max().copied().unwrap_or(0);
+            let rows = dist
+                .iter()
+                .enumerate()
+                .filter(|&(_, &d)| d != UNREACHABLE)
+                .map(|(v, d)| format!("{},{d}", ids[v]))
+                .collect();
+            (
+                "sssp",
+                json!({"source": a.source, "reachable": reachable, "max_distance": max}),
+                rows,
+                verified,
+                Some(stats.steps),
+            )
+        }
+        AnalyzeCommand::Cc(a) => {
+            let (labels, steps) = if a.method == "union-find" {
+                (kith_analytics::components_union_find(&ig), None)
+            } else {
+                let (l, s) = kith_analytics::components_label_propagation(&ig);
+                (l, Some(s.steps))
+            };
+            let verified =
+                common.verify.then(|| labels == kith_analytics::components_union_find(&ig));
+            let (components, largest) = kith_analytics::summarize(&labels);
+            let rows = labels
+                .iter()
+                .enumerate()
+                .map(|(v, &l)| format!("{},{}", ids[v], ids[l as usize]))
+                .collect();
+            (
+                "cc",
+                json!({"components": components, "largest": largest, "method": a.method}),
+                rows,
+                verified,
+                steps,
+            )
+        }
+        AnalyzeCommand::Triangles(_) => {
+            let (per, total) = kith_analytics::triangles(&graph);
+            let verified =
+                common.verify.then(|| per == kith_analytics::triangles_sequential(&graph));
+            let rows = per.iter().enumerate().map(|(v, t)| format!("{},{t}", ids[v])).collect();
+            ("triangles", json!({"triangles": total}), rows, verified, None)
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(path) = &common.out {
+        let mut text = String::from("uid,value\n");
+        for r in &per_user {
+            text.push_str(r);
+            text.push('\n');
+        }
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let mut report = json!({"algorithm": name, "seconds": seconds, "threads": threads,
+        "users": graph.num_nodes(), "edges": graph.num_edges(), "steps": steps});
+    if let Some(v) = verified {
+        report["verified"] = json!(v);
+    }
+    for (k, v) in summary.as_object().expect("summary is an object") {
+        report[k] = v.clone();
+    }
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "{name} on {} users, {} edges, {threads} threads: {seconds:.3} s",
+            graph.num_nodes(),
+            graph.num_edges()
+        );
+        for (k, v) in summary.as_object().expect("object") {
+            println!("  {k}: {v}");
+        }
+        if let Some(v) = verified {
+            println!("  verified: {v}");
+        }
+    }
+    ensure!(verified != Some(false), "{name}: the result differs from the sequential verifier");
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! `kith analyze` end to end: JSON fields, verification, and bad input.
+
+mod common;
+
+use common::{fails, json, ok, p};
+
+#[test]
+fn analyze_reports_and_refuses_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.kgraph");
+    common::lfr_graph(&graph, "3000", "10", "2");
+    let pr = json(&ok(&["analyze", "pagerank", p(&graph), "--verify", "--json", "--threads", "2"]));
+    assert_eq!(
+        (pr["algorithm"].clone(), pr["verified"].clone(), pr["threads"].clone()),
+        ("pagerank".into(), true.into(), 2.into())
+    );
+    assert_eq!(pr["top"].as_array().unwrap().len(), 10);
+    assert!(pr["seconds"].as_f64().unwrap() >= 0.0);
+    let t = json(&ok(&["analyze", "triangles", p(&graph), "--verify", "--json"]));
+    assert!(t["triangles"].as_u64().unwrap() > 0 && t["verified"] == true, "{t}");
+    let cc = json(&ok(&["analyze", "cc", p(&graph), "--verify", "--json"]));
+    assert!(
+        cc["components"].as_u64().unwrap() >= 1 && cc["largest"].as_u64().unwrap() <= 3000,
+        "{cc}"
+    );
+    let cc_uf = json(&ok(&["analyze", "cc", p(&graph), "--method", "union-find", "--json"]));
+    assert_eq!(
+        (cc["components"].clone(), cc["largest"].clone()),
+        (cc_uf["components"].clone(), cc_uf["largest"].clone())
+    );
+    let d = json(&ok(&["analyze", "sssp", p(&graph), "--source", "0", "--verify", "--json"]));
+    assert!(d["reachable"].as_u64().unwrap() > 1 && d["max_distance"].as_u64().unwrap() > 0, "{d}");
+    let out = dir.path().join("pr.csv");
+    ok(&["analyze", "pagerank", p(&graph), "--out", p(&out)]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 3001);
+    let total: f64 =
+        text.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse::<f64>().unwrap()).sum();
+    assert!((total - 1.0).abs() < 1e-9, "{total}");
+
+    let err = fails(&["analyze", "sssp", p(&graph), "--source", "123456789"]);
+    assert!(err.contains("--source 123456789 is not a user of the graph"), "{err}");
+    let err = fails(&["analyze", "cc", p(&graph), "--threads", "0"]);
+    assert!(err.contains("--threads must be at least 1"), "{err}");
+    let err = fails(&["analyze", "pagerank", p(&graph), "--damping", "1.5"]);
+    assert!(err.contains("--damping"), "{err}");
+}
