@@ -45,6 +45,9 @@ struct Program {
     n: f64,
     /// Normalised: the dangling mass of the current values, over n.
     dangling: f64,
+    /// `pr(u) / out(u)` of the current values (0 for vertices without out-links): one read
+    /// per in-link instead of a rank, a degree and a division.
+    contrib: Vec<f64>,
     last_delta: f64,
 }
 
@@ -59,6 +62,12 @@ impl VertexProgram for Program {
     }
 
     fn before_step(&mut self, _: usize, graph: &InGraph, values: &[f64]) {
+        use rayon::prelude::*;
+        self.contrib.resize(values.len(), 0.0);
+        self.contrib.par_iter_mut().zip(values.par_iter()).enumerate().for_each(|(v, (c, &pr))| {
+            let out = graph.out_degree(v as VertexId);
+            *c = if out == 0 { 0.0 } else { pr / f64::from(out) };
+        });
         if self.config.formulation == Formulation::Normalized {
             let mass: f64 = (0..graph.num_vertices() as VertexId)
                 .filter(|&v| graph.out_degree(v) == 0)
@@ -99,6 +108,7 @@ pub fn pagerank(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats,
         config,
         n: graph.num_vertices().max(1) as f64,
         dangling: 0.0,
+        contrib: Vec::new(),
         last_delta: f64::NAN,
     };
     let (values, stats) = run(graph, &mut program, config.iterations);
