@@ -62,9 +62,22 @@ mod tests {
             if !directed {
                 let (labels, _) = components_label_propagation(&ig);
                 assert_eq!(labels, components_union_find(&ig));
-                let (per, total) = triangles(&g);
-                assert_eq!(per, triangles_sequential(&g));
+                let (per, total) = triangles(&ig);
+                assert_eq!(per, triangles_sequential(&ig));
                 assert_eq!(per.iter().sum::<u64>(), 3 * total);
+                // Relabelled by a permutation, every result is the same per original id.
+                let order: Vec<u32> = (0..3000u32).map(|i| (i * 7919) % 3000).collect();
+                let re = ig.relabel(&order);
+                let (per_re, total_re) = triangles(&re);
+                assert_eq!(total_re, total);
+                for (p, &v) in order.iter().enumerate() {
+                    assert_eq!(per_re[p], per[v as usize]);
+                }
+                let (pr_re, _, _) = pagerank(&re, PageRankConfig::default());
+                let (pr, _, _) = pagerank(&ig, PageRankConfig::default());
+                for (p, &v) in order.iter().enumerate() {
+                    assert!((pr_re[p] - pr[v as usize]).abs() < 1e-12);
+                }
             }
         }
     }

@@ -4,16 +4,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use kith_graph::{Graph, VertexId};
+use kith_graph::VertexId;
+
+use crate::engine::InGraph;
 use rayon::prelude::*;
 
-/// Triangles through each vertex (by dense id) and in total.
-pub fn triangles(graph: &Graph) -> (Vec<u64>, u64) {
-    let n = graph.num_nodes();
-    let rank = |v: VertexId| (graph.degree(v), v);
+/// Triangles through each vertex (by id) and in total, on an undirected graph (whose
+/// in-links are its neighbours).
+pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
+    let n = graph.num_vertices();
+    let rank = |v: VertexId| (graph.in_links(v).len(), v);
     let higher: Vec<Vec<VertexId>> = (0..n as VertexId)
         .into_par_iter()
-        .map(|v| graph.neighbors(v).iter().copied().filter(|&u| rank(u) > rank(v)).collect())
+        .map(|v| graph.in_links(v).iter().copied().filter(|&u| rank(u) > rank(v)).collect())
         .collect();
     let per: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let total: u64 = (0..n)
@@ -46,14 +49,14 @@ pub fn triangles(graph: &Graph) -> (Vec<u64>, u64) {
 }
 
 /// Brute force over every pair of neighbours (the verifier; small graphs).
-pub fn triangles_sequential(graph: &Graph) -> Vec<u64> {
-    let n = graph.num_nodes();
+pub fn triangles_sequential(graph: &InGraph) -> Vec<u64> {
+    let n = graph.num_vertices();
     let mut per = vec![0u64; n];
     for v in 0..n as VertexId {
-        let nb = graph.neighbors(v);
+        let nb = graph.in_links(v);
         for (i, &a) in nb.iter().enumerate() {
             for &b in &nb[i + 1..] {
-                if graph.neighbors(a).binary_search(&b).is_ok() {
+                if graph.in_links(a).binary_search(&b).is_ok() {
                     per[v as usize] += 1;
                 }
             }

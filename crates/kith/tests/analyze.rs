@@ -38,6 +38,67 @@ fn analyze_reports_and_refuses_bad_input() {
         text.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse::<f64>().unwrap()).sum();
     assert!((total - 1.0).abs() < 1e-9, "{total}");
 
+    // Relabelled by a layout, every per-user result is the same.
+    let layout = dir.path().join("g.layout");
+    ok(&["layout", "compute", p(&graph), "--method", "kith", "-o", p(&layout)]);
+    for algorithm in ["pagerank", "triangles", "cc"] {
+        let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+        ok(&["analyze", algorithm, p(&graph), "--out", p(&a)]);
+        let r = json(&ok(&[
+            "analyze",
+            algorithm,
+            p(&graph),
+            "--order",
+            p(&layout),
+            "--out",
+            p(&b),
+            "--verify",
+            "--json",
+        ]));
+        assert_eq!(r["verified"], true);
+        let sorted = |path: &std::path::Path| {
+            let mut rows: Vec<(u64, String)> = std::fs::read_to_string(path)
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(|l| {
+                    let (u, v) = l.split_once(',').unwrap();
+                    (u.parse().unwrap(), v.to_string())
+                })
+                .collect();
+            rows.sort_by_key(|r| r.0);
+            rows
+        };
+        let (ra, rb) = (sorted(&a), sorted(&b));
+        assert_eq!(ra.len(), rb.len());
+        for ((ua, va), (ub, vb)) in ra.iter().zip(&rb) {
+            assert_eq!(ua, ub);
+            if algorithm == "pagerank" {
+                assert!(
+                    (va.parse::<f64>().unwrap() - vb.parse::<f64>().unwrap()).abs() < 1e-12,
+                    "{ua}: {va} {vb}"
+                );
+            } else if algorithm == "triangles" {
+                assert_eq!(va, vb);
+            }
+        }
+    }
+    let d1 = json(&ok(&["analyze", "sssp", p(&graph), "--source", "5", "--json"]));
+    let d2 = json(&ok(&[
+        "analyze",
+        "sssp",
+        p(&graph),
+        "--source",
+        "5",
+        "--order",
+        p(&layout),
+        "--json",
+    ]));
+    assert_eq!(
+        (d1["reachable"].clone(), d1["max_distance"].clone()),
+        (d2["reachable"].clone(), d2["max_distance"].clone())
+    );
+
     let err = fails(&["analyze", "sssp", p(&graph), "--source", "123456789"]);
     assert!(err.contains("--source 123456789 is not a user of the graph"), "{err}");
     let err = fails(&["analyze", "cc", p(&graph), "--threads", "0"]);

@@ -33,6 +33,10 @@ pub(crate) struct CommonArgs {
     /// Check the result against a sequential implementation.
     #[arg(long)]
     verify: bool,
+    /// Relabel the graph by this layout file (from `kith layout compute`) before running:
+    /// users placed together get neighbouring ids, so their values share cache lines.
+    #[arg(long)]
+    order: Option<PathBuf>,
     /// Write per-user results as CSV (original id, value).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -98,9 +102,15 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         AnalyzeCommand::Cc(_) | AnalyzeCommand::Triangles(_) => common.input.load_undirected()?,
         _ => common.input.load()?,
     };
-    let ids = graph.original_ids().to_vec();
     let start = Instant::now();
-    let ig = InGraph::new(&graph);
+    let mut ig = InGraph::new(&graph);
+    let mut position: Option<Vec<u32>> = None;
+    if let Some(path) = &common.order {
+        let layout = kith_layout::read_layout(path, &graph)?;
+        ig = ig.relabel(layout.order());
+        position = Some(layout.positions().to_vec());
+    }
+    let ids = ig.original_ids().to_vec();
     let (name, summary, per_user, verified, steps): (
         &str,
         Value,
@@ -150,6 +160,7 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
             let source = graph
                 .dense_id(a.source)
                 .with_context(|| format!("--source {} is not a user of the graph", a.source))?;
+            let source = position.as_ref().map_or(source, |p| p[source as usize]);
             let (dist, stats) = kith_analytics::sssp(&ig, source);
             let verified =
                 common.verify.then(|| dist == kith_analytics::sssp_sequential(&ig, source));
@@ -193,9 +204,8 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
             )
         }
         AnalyzeCommand::Triangles(_) => {
-            let (per, total) = kith_analytics::triangles(&graph);
-            let verified =
-                common.verify.then(|| per == kith_analytics::triangles_sequential(&graph));
+            let (per, total) = kith_analytics::triangles(&ig);
+            let verified = common.verify.then(|| per == kith_analytics::triangles_sequential(&ig));
             let rows = per.iter().enumerate().map(|(v, t)| format!("{},{t}", ids[v])).collect();
             ("triangles", json!({"triangles": total}), rows, verified, None)
         }
@@ -210,7 +220,8 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     let mut report = json!({"algorithm": name, "seconds": seconds, "threads": threads,
-        "users": graph.num_nodes(), "edges": graph.num_edges(), "steps": steps});
+        "users": graph.num_nodes(), "edges": graph.num_edges(), "steps": steps,
+        "order": common.order.as_ref().map(|p| p.display().to_string())});
     if let Some(v) = verified {
         report["verified"] = json!(v);
     }
