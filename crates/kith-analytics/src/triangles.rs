@@ -25,22 +25,13 @@ pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
             let mut found = 0u64;
             for &u in &higher[v] {
                 // Both lists ascend by id: merge.
-                let (a, b) = (&higher[v], &higher[u as usize]);
-                let (mut i, mut j) = (0, 0);
-                while i < a.len() && j < b.len() {
-                    match a[i].cmp(&b[j]) {
-                        std::cmp::Ordering::Less => i += 1,
-                        std::cmp::Ordering::Greater => j += 1,
-                        std::cmp::Ordering::Equal => {
-                            for w in [v as u32, u, a[i]] {
-                                per[w as usize].fetch_add(1, Ordering::Relaxed);
-                            }
-                            found += 1;
-                            i += 1;
-                            j += 1;
-                        }
+                let a = &higher[v];
+                kith_graph::for_each_common(a, &higher[u as usize], |i, _| {
+                    for w in [v as u32, u, a[i]] {
+                        per[w as usize].fetch_add(1, Ordering::Relaxed);
                     }
-                }
+                    found += 1;
+                });
             }
             found
         })

@@ -38,7 +38,7 @@ pub use error::{Error, Result};
 pub use graph::{Cleaning, Graph};
 pub use load::{Format, LoadConfig, MAX_VERTICES, format_from_name, load};
 pub use stats::{DegreeSummary, GraphStats, component_labels, component_sizes, stats};
-pub use weights::{WeightModel, edge_weights, intersection_size};
+pub use weights::{WeightModel, edge_weights, for_each_common, intersection_size};
 pub use write::{read_communities, save, write_communities};
 
 /// A dense vertex id: `0..graph.num_nodes()`.

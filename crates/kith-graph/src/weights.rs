@@ -207,7 +207,7 @@ pub fn intersection_size(a: &[VertexId], b: &[VertexId]) -> usize {
 }
 
 /// Merges two strictly ascending lists, calling `on_match(i, j)` for every `a[i] == b[j]`.
-fn for_each_common(a: &[VertexId], b: &[VertexId], mut on_match: impl FnMut(usize, usize)) {
+pub fn for_each_common(a: &[VertexId], b: &[VertexId], mut on_match: impl FnMut(usize, usize)) {
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
