@@ -4,6 +4,7 @@ exactly.
 """
 
 import gzip
+import json
 import random
 
 import networkx as nx
@@ -58,6 +59,19 @@ def test_triangles_and_components_match_networkx(kith, datasets, tmp_path, name,
     for u, label in labels.items():
         ours.setdefault(label, set()).add(u)
     assert sorted(map(sorted, ours.values())) == sorted(map(sorted, nx.connected_components(g)))
+
+
+@pytest.mark.parametrize("name,directed", GRAPHS)
+def test_clustering_and_cores_match_networkx(kith, datasets, tmp_path, name, directed):
+    g = read(datasets / name, False)
+    out = tmp_path / "c.csv"
+    report = json.loads(kith("analyze", "clustering", datasets / name, "--out", out, "--json"))
+    got = {u: float(v) for u, v in per_user(out).items()}
+    want = nx.clustering(g)
+    assert max(abs(got[u] - want[u]) for u in want) < 1e-12
+    assert abs(report["average_clustering"] - nx.average_clustering(g)) < 1e-12
+    kith("analyze", "kcore", datasets / name, "--out", out)
+    assert {u: int(v) for u, v in per_user(out).items()} == nx.core_number(g)
 
 
 @pytest.mark.parametrize("name,directed", GRAPHS)

@@ -6,17 +6,24 @@
 //! connected components by label propagation (with a union-find fast path), and triangle
 //! counting by degree-ordered merge intersection. Each has a sequential verifier.
 //!
-//! What it is not (yet): the MapReduce formulations, weighted SSSP, mutual friends,
-//! clustering and k-cores of issue 7, or the distributed engine of issue 8.
+//! Also: local and average clustering coefficients, and k-core decomposition (the h-index
+//! vertex program, with Batagelj–Zaversnik peeling as the verifier).
+//!
+//! What it is not (yet): the MapReduce formulations, weighted SSSP and mutual friends of
+//! issue 7, or the distributed engine of issue 8.
 
 mod cc;
+mod clustering;
 mod engine;
+mod kcore;
 mod pagerank;
 mod sssp;
 mod triangles;
 
 pub use cc::{components_label_propagation, components_union_find, summarize};
+pub use clustering::clustering;
 pub use engine::{Context, InGraph, RunStats, SUB_SHARD, VertexProgram, run};
+pub use kcore::{core_numbers, core_numbers_sequential};
 pub use pagerank::{Formulation, PageRankConfig, pagerank, pagerank_sequential};
 pub use sssp::{UNREACHABLE, sssp, sssp_sequential};
 pub use triangles::{triangles, triangles_sequential};
@@ -64,6 +71,8 @@ mod tests {
                 assert_eq!(labels, components_union_find(&ig));
                 let (per, total) = triangles(&ig);
                 assert_eq!(per, triangles_sequential(&ig));
+                let (cores, _) = core_numbers(&ig);
+                assert_eq!(cores, core_numbers_sequential(&ig));
                 assert_eq!(per.iter().sum::<u64>(), 3 * total);
                 // Relabelled by a permutation, every result is the same per original id.
                 let order: Vec<u32> = (0..3000u32).map(|i| (i * 7919) % 3000).collect();

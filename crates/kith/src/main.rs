@@ -43,7 +43,7 @@ enum Command {
     Bench(cmd::bench::BenchCommand),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
     Serve(cmd::serve::ServeArgs),
-    /// Graph analytics: PageRank, hop distances, components, triangles.
+    /// Graph analytics: PageRank, hop distances, components, triangles, clustering, k-cores.
     #[command(subcommand)]
     Analyze(cmd::analyze::AnalyzeCommand),
     /// Synthetic traffic: SONETOR traces.

@@ -28,6 +28,10 @@ fn analyze_reports_and_refuses_bad_input() {
         (cc["components"].clone(), cc["largest"].clone()),
         (cc_uf["components"].clone(), cc_uf["largest"].clone())
     );
+    let c = json(&ok(&["analyze", "clustering", p(&graph), "--verify", "--json"]));
+    assert!(c["average_clustering"].as_f64().unwrap() > 0.0 && c["verified"] == true, "{c}");
+    let k = json(&ok(&["analyze", "kcore", p(&graph), "--verify", "--json"]));
+    assert!(k["max_core"].as_u64().unwrap() > 1 && k["verified"] == true, "{k}");
     let d = json(&ok(&["analyze", "sssp", p(&graph), "--source", "0", "--verify", "--json"]));
     assert!(d["reachable"].as_u64().unwrap() > 1 && d["max_distance"].as_u64().unwrap() > 0, "{d}");
     let out = dir.path().join("pr.csv");

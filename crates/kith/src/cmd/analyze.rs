@@ -21,6 +21,10 @@ pub(crate) enum AnalyzeCommand {
     Cc(CcArgs),
     /// Triangles, in total and through each user (on the undirected graph).
     Triangles(CommonArgs),
+    /// Local clustering coefficients and their average (on the undirected graph).
+    Clustering(CommonArgs),
+    /// Core numbers, k-core decomposition (on the undirected graph).
+    Kcore(CommonArgs),
 }
 
 #[derive(Debug, Args)]
@@ -86,7 +90,9 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
         AnalyzeCommand::Pagerank(a) => &a.common,
         AnalyzeCommand::Sssp(a) => &a.common,
         AnalyzeCommand::Cc(a) => &a.common,
-        AnalyzeCommand::Triangles(a) => a,
+        AnalyzeCommand::Triangles(a) | AnalyzeCommand::Clustering(a) | AnalyzeCommand::Kcore(a) => {
+            a
+        }
     };
     let threads = match common.threads {
         Some(0) => bail!("--threads must be at least 1"),
@@ -99,7 +105,10 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
 
 fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Result<()> {
     let graph = match command {
-        AnalyzeCommand::Cc(_) | AnalyzeCommand::Triangles(_) => common.input.load_undirected()?,
+        AnalyzeCommand::Cc(_)
+        | AnalyzeCommand::Triangles(_)
+        | AnalyzeCommand::Clustering(_)
+        | AnalyzeCommand::Kcore(_) => common.input.load_undirected()?,
         _ => common.input.load()?,
     };
     let start = Instant::now();
@@ -201,6 +210,32 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                 rows,
                 verified,
                 steps,
+            )
+        }
+        AnalyzeCommand::Clustering(_) => {
+            let (per, _) = kith_analytics::triangles(&ig);
+            let (local, average) = kith_analytics::clustering(&ig, &per);
+            let verified = common.verify.then(|| {
+                let (want, _) =
+                    kith_analytics::clustering(&ig, &kith_analytics::triangles_sequential(&ig));
+                want == local
+            });
+            let rows = local.iter().enumerate().map(|(v, c)| format!("{},{c}", ids[v])).collect();
+            ("clustering", json!({"average_clustering": average}), rows, verified, None)
+        }
+        AnalyzeCommand::Kcore(_) => {
+            let (cores, stats) = kith_analytics::core_numbers(&ig);
+            let verified =
+                common.verify.then(|| cores == kith_analytics::core_numbers_sequential(&ig));
+            let max = cores.iter().copied().max().unwrap_or(0);
+            let in_max = cores.iter().filter(|&&c| c == max).count();
+            let rows = cores.iter().enumerate().map(|(v, c)| format!("{},{c}", ids[v])).collect();
+            (
+                "kcore",
+                json!({"max_core": max, "max_core_users": in_max}),
+                rows,
+                verified,
+                Some(stats.steps),
             )
         }
         AnalyzeCommand::Triangles(_) => {
