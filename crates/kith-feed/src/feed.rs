@@ -8,106 +8,17 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use kith_store::Store;
-use prometheus::{IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::Registry;
 use tokio::sync::{Mutex as AsyncMutex, Notify, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 use crate::cache::Backend;
+use crate::config::{CacheMode, FeedConfig, Strategy};
 use crate::db::{Degree, FeedDb};
 use crate::error::{Error, Result};
-use crate::journal::{Journal, JournalCounters, SharedPending, lock};
+use crate::journal::{Journal, SharedPending, lock};
+use crate::metrics::Metrics;
 use crate::post::{IdGen, Post, check_content, now_ms};
-
-/// How feeds are assembled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Strategy {
-    /// Merge the followees' recent posts at read time.
-    #[default]
-    Pull,
-    /// Fan post ids out to followers' timelines on write.
-    Push,
-    /// Push for ordinary authors, pull for authors above the celebrity threshold.
-    Hybrid,
-}
-
-/// How post bodies are cached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum CacheMode {
-    /// Every read goes to the feed database.
-    None,
-    /// Read-through; invalidated on write.
-    #[default]
-    Aside,
-    /// Acknowledged once in the durable journal; stored in the background.
-    WriteBack,
-}
-
-impl std::str::FromStr for Strategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "pull" => Ok(Strategy::Pull),
-            "push" => Ok(Strategy::Push),
-            "hybrid" => Ok(Strategy::Hybrid),
-            _ => Err(format!("unknown feed strategy {s:?}: expected pull, push or hybrid")),
-        }
-    }
-}
-
-impl std::str::FromStr for CacheMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(CacheMode::None),
-            "aside" => Ok(CacheMode::Aside),
-            "write-back" => Ok(CacheMode::WriteBack),
-            _ => Err(format!("unknown cache mode {s:?}: expected none, aside or write-back")),
-        }
-    }
-}
-
-/// The feed's settings.
-#[derive(Clone, Debug)]
-pub struct FeedConfig {
-    /// Pull, push or hybrid.
-    pub strategy: Strategy,
-    /// Caching of post bodies.
-    pub cache: CacheMode,
-    /// Hybrid: authors with more followers than this are pulled, not pushed.
-    pub celebrity_threshold: u64,
-    /// Push: the most post ids a timeline keeps.
-    pub timeline_len: usize,
-    /// In-process backend: bytes of posts, friend lists and timelines kept.
-    pub cache_bytes: u64,
-    /// The Redis URL, for the Redis backend.
-    pub redis: Option<String>,
-    /// Prefix of every Redis key.
-    pub redis_prefix: String,
-    /// How long a cached friend list lives: the staleness bound for changes made through
-    /// other servers sharing the Redis (this server's own changes invalidate at once).
-    pub friends_ttl: Duration,
-    /// Fan-out jobs in flight at once.
-    pub fanout_concurrency: usize,
-    /// How often write-back moves journaled posts into the feed database.
-    pub flush_interval: Duration,
-}
-
-impl Default for FeedConfig {
-    fn default() -> Self {
-        FeedConfig {
-            strategy: Strategy::Pull,
-            cache: CacheMode::Aside,
-            celebrity_threshold: 1000,
-            timeline_len: 800,
-            cache_bytes: 256 << 20,
-            redis: None,
-            redis_prefix: "kith".into(),
-            friends_ttl: Duration::from_secs(60),
-            fanout_concurrency: 16,
-            flush_interval: Duration::from_millis(20),
-        }
-    }
-}
 
 /// The most posts one feed page holds.
 pub const MAX_FEED_PAGE: usize = 1000;
@@ -154,71 +65,6 @@ enum FanJob {
     Post { author: u64, id: u64 },
     /// An author stopped being a celebrity: add its recent posts to followers' timelines.
     Author { author: u64 },
-}
-
-struct Metrics {
-    cache: IntCounterVec,
-    fanout_depth: IntGauge,
-    fanout_deliveries: IntCounter,
-    fanout_errors: IntCounter,
-    pending: IntGauge,
-    flushed: IntCounter,
-    timeline_builds: IntCounter,
-    cache_errors: IntCounter,
-    journal: JournalCounters,
-}
-
-impl Metrics {
-    fn new(registry: &Registry) -> Metrics {
-        let cache = IntCounterVec::new(
-            Opts::new("kith_cache_requests_total", "Cache lookups by kind and result"),
-            &["kind", "result"],
-        )
-        .expect("valid metric");
-        let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("valid metric");
-        let counter = |name: &str, help: &str| IntCounter::new(name, help).expect("valid metric");
-        let m = Metrics {
-            cache,
-            fanout_depth: gauge("kith_fanout_queue_depth", "Fan-out jobs queued or running"),
-            fanout_deliveries: counter(
-                "kith_fanout_deliveries_total",
-                "Timelines a post id was offered to",
-            ),
-            fanout_errors: counter("kith_fanout_errors_total", "Fan-out jobs that failed"),
-            pending: gauge(
-                "kith_writeback_pending_posts",
-                "Posts acknowledged from the journal, not yet in the feed database",
-            ),
-            flushed: counter("kith_writeback_flushed_total", "Posts moved from journal to store"),
-            timeline_builds: counter("kith_timeline_builds_total", "Timelines built by a pull"),
-            cache_errors: counter(
-                "kith_cache_errors_total",
-                "Cache writes that failed after the store write succeeded",
-            ),
-            journal: JournalCounters::default(),
-        };
-        let _ = registry.register(Box::new(m.cache.clone()));
-        for c in [
-            &m.fanout_deliveries,
-            &m.fanout_errors,
-            &m.flushed,
-            &m.timeline_builds,
-            &m.cache_errors,
-            &m.journal.appends,
-            &m.journal.syncs,
-        ] {
-            let _ = registry.register(Box::new(c.clone()));
-        }
-        let _ = registry.register(Box::new(m.fanout_depth.clone()));
-        let _ = registry.register(Box::new(m.pending.clone()));
-        m
-    }
-
-    fn hit(&self, kind: &str, hit: bool, n: u64) {
-        if n > 0 {
-            self.cache.with_label_values(&[kind, if hit { "hit" } else { "miss" }]).inc_by(n);
-        }
-    }
 }
 
 /// The feed service. Shared as `Arc<Feed>`; [`Feed::shutdown`] before dropping.

@@ -16,18 +16,19 @@
 //! a post is acknowledged only once it is in the feed database or the journal.
 
 mod cache;
+mod config;
 mod db;
 mod error;
 mod feed;
 mod journal;
+mod metrics;
 mod post;
 
 pub use cache::Backend;
+pub use config::{CacheMode, FeedConfig, Strategy};
 pub use db::{Degree, FeedDb, MAX_FOLLOW_TARGETS};
 pub use error::{Error, Result};
-pub use feed::{
-    CacheMode, Feed, FeedConfig, FeedPage, Follows, HitRate, MAX_FEED_PAGE, Strategy, merge_newest,
-};
+pub use feed::{Feed, FeedPage, Follows, HitRate, MAX_FEED_PAGE, merge_newest};
 pub use journal::{Journal, JournalCounters, Pending, SharedPending};
 pub use post::{
     IdGen, MAX_CONTENT_BYTES, Post, check_content, decode_cursor, encode_cursor, now_ms,

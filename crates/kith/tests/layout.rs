@@ -157,20 +157,7 @@ fn bad_options_are_refused() {
 fn experiments_write_a_csv_and_a_png_each() {
     let dir = tempfile::tempdir().unwrap();
     let graph = dir.path().join("lfr.kgraph");
-    ok(&[
-        "graph",
-        "generate",
-        "--model",
-        "lfr",
-        "--nodes",
-        "1500",
-        "--avg-degree",
-        "10",
-        "--seed",
-        "3",
-        "-o",
-        p(&graph),
-    ]);
+    common::lfr_graph(&graph, "1500", "10", "3");
     let out = dir.path().join("out");
     let expected = [
         ("bondhu-communities", "k,cost,improvement_total,", 10),

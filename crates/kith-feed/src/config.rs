@@ -1,0 +1,94 @@
+//! The feed's settings: strategy, caching, and their limits.
+
+use std::time::Duration;
+
+/// How feeds are assembled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// Merge the followees' recent posts at read time.
+    #[default]
+    Pull,
+    /// Fan post ids out to followers' timelines on write.
+    Push,
+    /// Push for ordinary authors, pull for authors above the celebrity threshold.
+    Hybrid,
+}
+
+/// How post bodies are cached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CacheMode {
+    /// Every read goes to the feed database.
+    None,
+    /// Read-through; invalidated on write.
+    #[default]
+    Aside,
+    /// Acknowledged once in the durable journal; stored in the background.
+    WriteBack,
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "pull" => Ok(Strategy::Pull),
+            "push" => Ok(Strategy::Push),
+            "hybrid" => Ok(Strategy::Hybrid),
+            _ => Err(format!("unknown feed strategy {s:?}: expected pull, push or hybrid")),
+        }
+    }
+}
+
+impl std::str::FromStr for CacheMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(CacheMode::None),
+            "aside" => Ok(CacheMode::Aside),
+            "write-back" => Ok(CacheMode::WriteBack),
+            _ => Err(format!("unknown cache mode {s:?}: expected none, aside or write-back")),
+        }
+    }
+}
+
+/// The feed's settings.
+#[derive(Clone, Debug)]
+pub struct FeedConfig {
+    /// Pull, push or hybrid.
+    pub strategy: Strategy,
+    /// Caching of post bodies.
+    pub cache: CacheMode,
+    /// Hybrid: authors with more followers than this are pulled, not pushed.
+    pub celebrity_threshold: u64,
+    /// Push: the most post ids a timeline keeps.
+    pub timeline_len: usize,
+    /// In-process backend: bytes of posts, friend lists and timelines kept.
+    pub cache_bytes: u64,
+    /// The Redis URL, for the Redis backend.
+    pub redis: Option<String>,
+    /// Prefix of every Redis key.
+    pub redis_prefix: String,
+    /// How long a cached friend list lives: the staleness bound for changes made through
+    /// other servers sharing the Redis (this server's own changes invalidate at once).
+    pub friends_ttl: Duration,
+    /// Fan-out jobs in flight at once.
+    pub fanout_concurrency: usize,
+    /// How often write-back moves journaled posts into the feed database.
+    pub flush_interval: Duration,
+}
+
+impl Default for FeedConfig {
+    fn default() -> Self {
+        FeedConfig {
+            strategy: Strategy::Pull,
+            cache: CacheMode::Aside,
+            celebrity_threshold: 1000,
+            timeline_len: 800,
+            cache_bytes: 256 << 20,
+            redis: None,
+            redis_prefix: "kith".into(),
+            friends_ttl: Duration::from_secs(60),
+            fanout_concurrency: 16,
+            flush_interval: Duration::from_millis(20),
+        }
+    }
+}
