@@ -20,6 +20,8 @@ pub struct InGraph {
     sources: Vec<VertexId>,
     out_degree: Vec<u32>,
     ids: Vec<u64>,
+    /// Edge weights aligned with `sources`, when the graph is weighted.
+    weights: Option<Vec<f64>>,
 }
 
 impl InGraph {
@@ -32,7 +34,19 @@ impl InGraph {
             sources: inc.targets().to_vec(),
             out_degree: (0..graph.num_nodes() as VertexId).map(|v| out.degree(v) as u32).collect(),
             ids: graph.original_ids().to_vec(),
+            weights: None,
         }
+    }
+
+    /// The same graph with a weight on every in-link: `weights` is aligned with the in-link
+    /// entries (vertex by vertex, in [`InGraph::in_links`] order).
+    ///
+    /// # Panics
+    /// When `weights` has not one entry per in-link.
+    pub fn with_weights(mut self, weights: Vec<f64>) -> InGraph {
+        assert_eq!(weights.len(), self.sources.len(), "one weight per in-link");
+        self.weights = Some(weights);
+        self
     }
 
     /// The same graph with vertex `order[i]` renamed `i` (graph reordering for locality:
@@ -45,11 +59,18 @@ impl InGraph {
         for (p, &v) in order.iter().enumerate() {
             position[v as usize] = p as VertexId;
         }
-        let lists: Vec<Vec<VertexId>> = order
+        // Each list holds (new source, index of the entry in the old arrays), so weights
+        // follow their links.
+        let lists: Vec<Vec<(VertexId, u64)>> = order
             .par_iter()
             .map(|&v| {
-                let mut l: Vec<VertexId> =
-                    self.in_links(v).iter().map(|&u| position[u as usize]).collect();
+                let first = self.offsets[v as usize];
+                let mut l: Vec<(VertexId, u64)> = self
+                    .in_links(v)
+                    .iter()
+                    .zip(first..)
+                    .map(|(&u, i)| (position[u as usize], i))
+                    .collect();
                 l.sort_unstable();
                 l
             })
@@ -59,11 +80,16 @@ impl InGraph {
         for l in &lists {
             offsets.push(offsets.last().copied().unwrap_or(0) + l.len() as u64);
         }
+        let sources = lists.par_iter().flat_map_iter(|l| l.iter().map(|&(u, _)| u)).collect();
+        let weights = self.weights.as_ref().map(|w| {
+            lists.par_iter().flat_map_iter(|l| l.iter().map(|&(_, i)| w[i as usize])).collect()
+        });
         InGraph {
             offsets,
-            sources: lists.concat(),
+            sources,
             out_degree: order.iter().map(|&v| self.out_degree[v as usize]).collect(),
             ids: order.iter().map(|&v| self.ids[v as usize]).collect(),
+            weights,
         }
     }
 
@@ -81,6 +107,19 @@ impl InGraph {
     #[inline]
     pub fn in_links(&self, v: VertexId) -> &[VertexId] {
         &self.sources[self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize]
+    }
+
+    /// The weights of `v`'s in-links, aligned with [`InGraph::in_links`] (`None` when the
+    /// graph is unweighted).
+    #[inline]
+    pub fn in_weights(&self, v: VertexId) -> Option<&[f64]> {
+        let range = self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize;
+        self.weights.as_ref().map(|w| &w[range])
+    }
+
+    /// Whether the in-links carry weights.
+    pub fn is_weighted(&self) -> bool {
+        self.weights.is_some()
     }
 
     /// `v`'s out-degree.
@@ -129,6 +168,19 @@ impl<'a, V> Context<'a, V> {
     pub fn changed_in_links(&self) -> impl Iterator<Item = VertexId> + 'a {
         let changed = self.changed;
         self.in_links().iter().copied().filter(move |&u| changed[u as usize])
+    }
+
+    /// The in-links whose source changed in the previous step, with their weights (1 on an
+    /// unweighted graph).
+    #[inline]
+    pub fn changed_weighted_in_links(&self) -> impl Iterator<Item = (VertexId, f64)> + 'a {
+        let changed = self.changed;
+        let weights = self.graph.in_weights(self.vertex);
+        self.in_links()
+            .iter()
+            .enumerate()
+            .filter(move |&(_, &u)| changed[u as usize])
+            .map(move |(i, &u)| (u, weights.map_or(1.0, |w| w[i])))
     }
 
     /// Out-degree of a vertex.

@@ -15,18 +15,32 @@
 mod cc;
 mod clustering;
 mod engine;
+mod error;
 mod kcore;
+mod mr;
+mod mutual;
 mod pagerank;
 mod sssp;
 mod triangles;
+mod weights;
 
 pub use cc::{components_label_propagation, components_union_find, summarize};
 pub use clustering::clustering;
 pub use engine::{Context, InGraph, RunStats, SUB_SHARD, VertexProgram, run};
+pub use error::{Error, Result};
 pub use kcore::{core_numbers, core_numbers_sequential};
+pub use mr::{
+    IoCounters, JobReport, MERGE_FACTOR, MrConfig, Phases, RoundReport, mr_components,
+    mr_mutual_friends, mr_triangles,
+};
+pub use mutual::{
+    MutualFriends, mutual_friends, mutual_friends_sequential, people_you_may_know,
+    people_you_may_know_sequential,
+};
 pub use pagerank::{Formulation, PageRankConfig, pagerank, pagerank_sequential};
-pub use sssp::{UNREACHABLE, sssp, sssp_sequential};
-pub use triangles::{triangles, triangles_sequential};
+pub use sssp::{UNREACHABLE, sssp, sssp_sequential, sssp_weighted, sssp_weighted_sequential};
+pub use triangles::{triangles, triangles_sequential, triangles_vertex_program};
+pub use weights::{WeightSummary, read_weights};
 
 #[cfg(test)]
 mod tests {
@@ -66,11 +80,35 @@ mod tests {
             }
             let (dist, _) = sssp(&ig, 7);
             assert_eq!(dist, sssp_sequential(&ig, 7));
+            // Unweighted, weighted distances are hop counts; with weights, Dijkstra's.
+            let (hops, _) = sssp_weighted(&ig, 7).unwrap();
+            let as_hops: Vec<u32> =
+                hops.iter().map(|&d| if d.is_finite() { d as u32 } else { UNREACHABLE }).collect();
+            assert_eq!(as_hops, dist);
+            let w: Vec<f64> =
+                (0..ig.num_in_links()).map(|i| ((i * 37) % 11) as f64 * 0.5).collect();
+            let weighted = ig.clone().with_weights(w.clone());
+            let (d, _) = sssp_weighted(&weighted, 7).unwrap();
+            assert_eq!(d, sssp_weighted_sequential(&weighted, 7).unwrap());
+            let mut negative = w;
+            negative[5] = -1.0;
+            let err = sssp_weighted(&ig.clone().with_weights(negative), 7).unwrap_err();
+            assert!(err.to_string().contains("weights >= 0"), "{err}");
             if !directed {
                 let (labels, _) = components_label_propagation(&ig);
                 assert_eq!(labels, components_union_find(&ig));
                 let (per, total) = triangles(&ig);
                 assert_eq!(per, triangles_sequential(&ig));
+                assert_eq!(per, triangles_vertex_program(&ig).0);
+                let (mf, _) = mutual_friends(&ig);
+                assert_eq!(mf, mutual_friends_sequential(&ig));
+                assert_eq!(mf.total(), 3 * total);
+                for user in [0, 17, 2999] {
+                    assert_eq!(
+                        people_you_may_know(&ig, user, 10),
+                        people_you_may_know_sequential(&ig, user, 10)
+                    );
+                }
                 let (cores, _) = core_numbers(&ig);
                 assert_eq!(cores, core_numbers_sequential(&ig));
                 assert_eq!(per.iter().sum::<u64>(), 3 * total);
@@ -81,6 +119,13 @@ mod tests {
                 assert_eq!(total_re, total);
                 for (p, &v) in order.iter().enumerate() {
                     assert_eq!(per_re[p], per[v as usize]);
+                }
+                let wre = weighted.relabel(&order);
+                let (d_re, _) =
+                    sssp_weighted(&wre, order.iter().position(|&v| v == 7).unwrap() as u32)
+                        .unwrap();
+                for (p, &v) in order.iter().enumerate() {
+                    assert_eq!(d_re[p], d[v as usize]);
                 }
                 let (pr_re, _, _) = pagerank(&re, PageRankConfig::default());
                 let (pr, _, _) = pagerank(&ig, PageRankConfig::default());

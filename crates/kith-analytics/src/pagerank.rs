@@ -79,8 +79,8 @@ impl VertexProgram for Program {
 
     fn compute(&self, ctx: &Context<'_, f64>) -> Option<f64> {
         let d = self.config.damping;
-        let sum: f64 =
-            ctx.in_links().iter().map(|&u| ctx.value(u) / f64::from(ctx.out_degree(u))).sum();
+        let contrib = &self.contrib;
+        let sum: f64 = ctx.in_links().iter().map(|&u| contrib[u as usize]).sum();
         let new = match self.config.formulation {
             Formulation::LfGraph => (1.0 - d) + d * sum,
             Formulation::Normalized => (1.0 - d) / self.n + d * (sum + self.dangling),

@@ -1,11 +1,13 @@
-//! Single-source shortest paths in hops, as a vertex program: a vertex's distance is one
-//! more than the smallest distance among its changed in-neighbours.
+//! Single-source shortest paths as vertex programs: in hops (a vertex's distance is one
+//! more than the smallest distance among its changed in-neighbours) and weighted (the
+//! smallest distance plus link weight).
 
 use std::collections::VecDeque;
 
 use kith_graph::VertexId;
 
 use crate::engine::{Context, InGraph, RunStats, VertexProgram, run};
+use crate::error::{Error, Result};
 
 /// The distance of an unreachable vertex.
 pub const UNREACHABLE: u32 = u32::MAX;
@@ -59,4 +61,97 @@ pub fn sssp_sequential(graph: &InGraph, source: VertexId) -> Vec<u32> {
         }
     }
     dist
+}
+
+struct Distances {
+    source: VertexId,
+}
+
+impl VertexProgram for Distances {
+    type Value = f64;
+
+    fn init(&self, v: VertexId, _: &InGraph) -> f64 {
+        if v == self.source { 0.0 } else { f64::INFINITY }
+    }
+
+    fn compute(&self, ctx: &Context<'_, f64>) -> Option<f64> {
+        let best = ctx
+            .changed_weighted_in_links()
+            .map(|(u, w)| *ctx.value(u) + w)
+            .fold(f64::INFINITY, f64::min);
+        (best < *ctx.own()).then_some(best)
+    }
+}
+
+/// Weighted distances from `source` along edge direction (`f64::INFINITY` when
+/// unreachable): a vertex takes the smallest `distance(u) + weight(u, v)` over its changed
+/// in-neighbours, until nothing changes (Bellman–Ford, a step per relaxation round). An
+/// unweighted graph gives hop counts.
+///
+/// # Errors
+/// A negative weight (the fixed point would not be a shortest path).
+pub fn sssp_weighted(graph: &InGraph, source: VertexId) -> Result<(Vec<f64>, RunStats)> {
+    check_weights(graph)?;
+    Ok(run(graph, &mut Distances { source }, usize::MAX))
+}
+
+fn check_weights(graph: &InGraph) -> Result<()> {
+    for v in 0..graph.num_vertices() as VertexId {
+        let Some(weights) = graph.in_weights(v) else { return Ok(()) };
+        if let Some((i, w)) = weights.iter().enumerate().find(|(_, w)| !(**w >= 0.0)) {
+            let ids = graph.original_ids();
+            return Err(Error::InvalidArgument(format!(
+                "weight {w} on edge {} -> {}: shortest paths need finite weights >= 0",
+                ids[graph.in_links(v)[i] as usize],
+                ids[v as usize]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Dijkstra's algorithm over out-links rebuilt from the weighted in-links (the verifier).
+///
+/// # Errors
+/// A negative weight.
+pub fn sssp_weighted_sequential(graph: &InGraph, source: VertexId) -> Result<Vec<f64>> {
+    check_weights(graph)?;
+    let n = graph.num_vertices();
+    let mut out: Vec<Vec<(VertexId, f64)>> = vec![Vec::new(); n];
+    for v in 0..n as VertexId {
+        let weights = graph.in_weights(v);
+        for (i, &u) in graph.in_links(v).iter().enumerate() {
+            out[u as usize].push((v, weights.map_or(1.0, |w| w[i])));
+        }
+    }
+    #[derive(PartialEq)]
+    struct Entry(f64, VertexId);
+    impl Eq for Entry {}
+    impl PartialOrd for Entry {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Entry {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            // A min-heap on distance.
+            other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+        }
+    }
+    let mut dist = vec![f64::INFINITY; n];
+    dist[source as usize] = 0.0;
+    let mut heap = std::collections::BinaryHeap::from([Entry(0.0, source)]);
+    while let Some(Entry(d, u)) = heap.pop() {
+        if d > dist[u as usize] {
+            continue;
+        }
+        for &(v, w) in &out[u as usize] {
+            let nd = d + w;
+            if nd < dist[v as usize] {
+                dist[v as usize] = nd;
+                heap.push(Entry(nd, v));
+            }
+        }
+    }
+    Ok(dist)
 }

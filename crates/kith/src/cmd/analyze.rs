@@ -20,7 +20,10 @@ pub(crate) enum AnalyzeCommand {
     /// Connected components (weakly connected for a directed graph).
     Cc(CcArgs),
     /// Triangles, in total and through each user (on the undirected graph).
-    Triangles(CommonArgs),
+    Triangles(TriangleArgs),
+    /// Mutual friends of every friendship, and people-you-may-know for a user (on the
+    /// undirected graph).
+    MutualFriends(MutualArgs),
     /// Local clustering coefficients and their average (on the undirected graph).
     Clustering(CommonArgs),
     /// Core numbers, k-core decomposition (on the undirected graph).
@@ -74,6 +77,32 @@ pub(crate) struct SsspArgs {
     /// The source user (an original id).
     #[arg(long)]
     source: u64,
+    /// Weighted distances: `source target weight` lines (the graph file itself when its
+    /// third column is a weight). Links not listed weigh 1; negative weights are refused.
+    #[arg(long)]
+    weights: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TriangleArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// merge (degree-ordered merge intersection, the fast path) or lists (LFGraph's
+    /// list-valued vertex program).
+    #[arg(long, default_value = "merge", value_parser = ["merge", "lists"])]
+    method: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MutualArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Also rank people this user may know (an original id) by common friends.
+    #[arg(long)]
+    user: Option<u64>,
+    /// How many people to suggest.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
 }
 
 #[derive(Debug, Args)]
@@ -90,9 +119,9 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
         AnalyzeCommand::Pagerank(a) => &a.common,
         AnalyzeCommand::Sssp(a) => &a.common,
         AnalyzeCommand::Cc(a) => &a.common,
-        AnalyzeCommand::Triangles(a) | AnalyzeCommand::Clustering(a) | AnalyzeCommand::Kcore(a) => {
-            a
-        }
+        AnalyzeCommand::Triangles(a) => &a.common,
+        AnalyzeCommand::MutualFriends(a) => &a.common,
+        AnalyzeCommand::Clustering(a) | AnalyzeCommand::Kcore(a) => a,
     };
     let threads = match common.threads {
         Some(0) => bail!("--threads must be at least 1"),
@@ -107,6 +136,7 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
     let graph = match command {
         AnalyzeCommand::Cc(_)
         | AnalyzeCommand::Triangles(_)
+        | AnalyzeCommand::MutualFriends(_)
         | AnalyzeCommand::Clustering(_)
         | AnalyzeCommand::Kcore(_) => common.input.load_undirected()?,
         _ => common.input.load()?,
@@ -120,6 +150,7 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         position = Some(layout.positions().to_vec());
     }
     let ids = ig.original_ids().to_vec();
+    let mut header = "uid,value";
     let (name, summary, per_user, verified, steps): (
         &str,
         Value,
@@ -170,24 +201,51 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                 .dense_id(a.source)
                 .with_context(|| format!("--source {} is not a user of the graph", a.source))?;
             let source = position.as_ref().map_or(source, |p| p[source as usize]);
-            let (dist, stats) = kith_analytics::sssp(&ig, source);
-            let verified =
-                common.verify.then(|| dist == kith_analytics::sssp_sequential(&ig, source));
-            let reachable = dist.iter().filter(|&&d| d != UNREACHABLE).count();
-            let max = dist.iter().filter(|&&d| d != UNREACHABLE).max().copied().unwrap_or(0);
-            let rows = dist
-                .iter()
-                .enumerate()
-                .filter(|&(_, &d)| d != UNREACHABLE)
-                .map(|(v, d)| format!("{},{d}", ids[v]))
-                .collect();
-            (
-                "sssp",
-                json!({"source": a.source, "reachable": reachable, "max_distance": max}),
-                rows,
-                verified,
-                Some(stats.steps),
-            )
+            if let Some(path) = &a.weights {
+                let (weighted, read) =
+                    kith_analytics::read_weights(&ig, graph.is_directed(), path)?;
+                let (dist, stats) = kith_analytics::sssp_weighted(&weighted, source)?;
+                let verified = common.verify.then(|| {
+                    kith_analytics::sssp_weighted_sequential(&weighted, source)
+                        .is_ok_and(|want| want == dist)
+                });
+                let reached: Vec<f64> = dist.iter().copied().filter(|d| d.is_finite()).collect();
+                let max = reached.iter().copied().fold(0.0, f64::max);
+                let rows = dist
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, d)| d.is_finite())
+                    .map(|(v, d)| format!("{},{d}", ids[v]))
+                    .collect();
+                (
+                    "sssp",
+                    json!({"source": a.source, "reachable": reached.len(), "max_distance": max,
+                           "weighted": true, "weight_lines": read.lines,
+                           "links_weighted": read.weighted_links, "links_default_1": read.default_links}),
+                    rows,
+                    verified,
+                    Some(stats.steps),
+                )
+            } else {
+                let (dist, stats) = kith_analytics::sssp(&ig, source);
+                let verified =
+                    common.verify.then(|| dist == kith_analytics::sssp_sequential(&ig, source));
+                let reachable = dist.iter().filter(|&&d| d != UNREACHABLE).count();
+                let max = dist.iter().filter(|&&d| d != UNREACHABLE).max().copied().unwrap_or(0);
+                let rows = dist
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &d)| d != UNREACHABLE)
+                    .map(|(v, d)| format!("{},{d}", ids[v]))
+                    .collect();
+                (
+                    "sssp",
+                    json!({"source": a.source, "reachable": reachable, "max_distance": max, "weighted": false}),
+                    rows,
+                    verified,
+                    Some(stats.steps),
+                )
+            }
         }
         AnalyzeCommand::Cc(a) => {
             let (labels, steps) = if a.method == "union-find" {
@@ -238,16 +296,80 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                 Some(stats.steps),
             )
         }
-        AnalyzeCommand::Triangles(_) => {
-            let (per, total) = kith_analytics::triangles(&ig);
+        AnalyzeCommand::Triangles(a) => {
+            let (per, total, steps) = if a.method == "lists" {
+                let (per, stats) = kith_analytics::triangles_vertex_program(&ig);
+                let total = per.iter().sum::<u64>() / 3;
+                (per, total, Some(stats.steps))
+            } else {
+                let (per, total) = kith_analytics::triangles(&ig);
+                (per, total, None)
+            };
             let verified = common.verify.then(|| per == kith_analytics::triangles_sequential(&ig));
             let rows = per.iter().enumerate().map(|(v, t)| format!("{},{t}", ids[v])).collect();
-            ("triangles", json!({"triangles": total}), rows, verified, None)
+            ("triangles", json!({"triangles": total, "method": a.method}), rows, verified, steps)
+        }
+        AnalyzeCommand::MutualFriends(a) => {
+            let user = a
+                .user
+                .map(|uid| {
+                    graph
+                        .dense_id(uid)
+                        .with_context(|| format!("--user {uid} is not a user of the graph"))
+                        .map(|v| position.as_ref().map_or(v, |p| p[v as usize]))
+                })
+                .transpose()?;
+            let (mf, stats) = kith_analytics::mutual_friends(&ig);
+            let suggestions = user.map(|v| kith_analytics::people_you_may_know(&ig, v, a.top));
+            let verified = common.verify.then(|| {
+                mf == kith_analytics::mutual_friends_sequential(&ig)
+                    && user.is_none_or(|v| {
+                        suggestions.as_ref()
+                            == Some(&kith_analytics::people_you_may_know_sequential(&ig, v, a.top))
+                    })
+            });
+            let most = mf.iter().max_by(|x, y| x.1.len().cmp(&y.1.len()).then(y.0.cmp(&x.0)));
+            let pair = |(p, q): (u32, u32)| {
+                let (a, b) = (ids[p as usize], ids[q as usize]);
+                (a.min(b), a.max(b))
+            };
+            let mut summary = json!({
+                "friendships": mf.len(),
+                "total_common": mf.total(),
+                "max_common": most.map(|(p, l)| {
+                    let (a, b) = pair(p);
+                    json!({"a": a, "b": b, "common": l.len()})
+                }),
+            });
+            if let (Some(uid), Some(s)) = (a.user, &suggestions) {
+                summary["user"] = json!(uid);
+                summary["people_you_may_know"] =
+                    s.iter().map(|&(w, c)| json!({"uid": ids[w as usize], "common": c})).collect();
+            }
+            let mut rows: Vec<(u64, u64, String)> = mf
+                .iter()
+                .map(|(p, list)| {
+                    let (a, b) = pair(p);
+                    let mut common: Vec<u64> = list.iter().map(|&w| ids[w as usize]).collect();
+                    common.sort_unstable();
+                    let text: Vec<String> = common.iter().map(u64::to_string).collect();
+                    (a, b, format!("{a},{b},{},{}", common.len(), text.join(" ")))
+                })
+                .collect();
+            rows.sort_unstable_by_key(|r| (r.0, r.1));
+            header = "a,b,count,common_friends";
+            (
+                "mutual-friends",
+                summary,
+                rows.into_iter().map(|r| r.2).collect(),
+                verified,
+                Some(stats.steps),
+            )
         }
     };
     let seconds = start.elapsed().as_secs_f64();
     if let Some(path) = &common.out {
-        let mut text = String::from("uid,value\n");
+        let mut text = format!("{header}\n");
         for r in &per_user {
             text.push_str(r);
             text.push('\n');

@@ -1,0 +1,126 @@
+//! Accounting of a job's I/O: every read and write that reaches a file is recorded, and an
+//! operation counts as sequential when it continues where the previous operation on the
+//! device ended (same file, next byte) — what a disk head would do without seeking.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
+
+/// Bytes moved, and how.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    /// Bytes read (the graph file, spill runs, round outputs).
+    pub read_bytes: u64,
+    /// Bytes written (spill runs, merge passes, round outputs).
+    pub written_bytes: u64,
+    /// Bytes moved by operations that continued the previous one.
+    pub sequential_bytes: u64,
+    /// Operations that did not (a seek on a disk).
+    pub random_ops: u64,
+    /// Operations in all.
+    pub ops: u64,
+}
+
+impl IoCounters {
+    /// Sequential bytes over all bytes moved (1 when nothing moved).
+    pub fn sequential_fraction(&self) -> f64 {
+        let total = self.read_bytes + self.written_bytes;
+        if total == 0 { 1.0 } else { self.sequential_bytes as f64 / total as f64 }
+    }
+
+    pub(crate) fn add(&mut self, other: &IoCounters) {
+        self.read_bytes += other.read_bytes;
+        self.written_bytes += other.written_bytes;
+        self.sequential_bytes += other.sequential_bytes;
+        self.random_ops += other.random_ops;
+        self.ops += other.ops;
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    counters: IoCounters,
+    /// (file, offset) where the last operation ended.
+    head: Option<(u64, u64)>,
+    next_file: u64,
+}
+
+/// One device's I/O log, shared by the files of a job.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Device(Arc<Mutex<State>>);
+
+impl Device {
+    pub(crate) fn counters(&self) -> IoCounters {
+        self.0.lock().expect("io log").counters
+    }
+
+    /// A file on this device, tracked.
+    pub(crate) fn track(&self, file: File) -> Tracked {
+        let mut state = self.0.lock().expect("io log");
+        state.next_file += 1;
+        Tracked { file, id: state.next_file, offset: 0, device: self.clone() }
+    }
+
+    /// A read of `bytes` done elsewhere (the graph file, streamed once).
+    pub(crate) fn record_stream_read(&self, bytes: u64) {
+        let mut state = self.0.lock().expect("io log");
+        state.next_file += 1;
+        let id = state.next_file;
+        drop(state);
+        self.record(id, 0, bytes, false);
+    }
+
+    fn record(&self, file: u64, offset: u64, bytes: u64, write: bool) {
+        if bytes == 0 {
+            return;
+        }
+        let mut state = self.0.lock().expect("io log");
+        let sequential =
+            state.head == Some((file, offset)) || (state.head.is_none() && offset == 0);
+        let c = &mut state.counters;
+        c.ops += 1;
+        if write {
+            c.written_bytes += bytes;
+        } else {
+            c.read_bytes += bytes;
+        }
+        if sequential {
+            c.sequential_bytes += bytes;
+        } else {
+            c.random_ops += 1;
+        }
+        state.head = Some((file, offset + bytes));
+    }
+}
+
+/// A file whose reads and writes are logged on its device. Wrap it in a `BufReader` or
+/// `BufWriter`: each buffer refill or flush is one operation.
+#[derive(Debug)]
+pub(crate) struct Tracked {
+    file: File,
+    id: u64,
+    offset: u64,
+    device: Device,
+}
+
+impl Read for Tracked {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.device.record(self.id, self.offset, n as u64, false);
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+impl Write for Tracked {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.device.record(self.id, self.offset, n as u64, true);
+        self.offset += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}

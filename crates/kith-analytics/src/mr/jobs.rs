@@ -1,0 +1,191 @@
+//! The complex-network study's three jobs: mutual friends (Algorithm 1), connected
+//! components by iterated min-label message passing (Algorithm 2), and triangle counting
+//! from triads and edges (Algorithm 3). Each gives the same result as its vertex program.
+
+use kith_graph::{VertexId, for_each_common};
+
+use super::{Engine, Input, JobReport, MrConfig};
+use crate::engine::InGraph;
+use crate::error::Result;
+use crate::mutual::MutualFriends;
+
+fn pair(a: VertexId, b: VertexId) -> u64 {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    (u64::from(lo) << 32) | u64::from(hi)
+}
+
+fn unpair(key: u64) -> (VertexId, VertexId) {
+    ((key >> 32) as VertexId, key as VertexId)
+}
+
+/// Algorithm 1 on an undirected graph: map each adjacency list to `(friendship, list)` for
+/// every friend in it; each friendship's reduce gets both ends' lists and intersects them.
+///
+/// # Errors
+/// The spill directory cannot be written, or a spill file cannot be read back.
+pub fn mr_mutual_friends(graph: &InGraph, config: &MrConfig) -> Result<(MutualFriends, JobReport)> {
+    let mut engine = Engine::new(config)?;
+    let out = engine.round(
+        "adjacency lists to common friends",
+        Input::Graph(graph),
+        |v, friends, shuffle| {
+            for &u in friends {
+                shuffle.emit(pair(v as VertexId, u), friends);
+            }
+        },
+        |key, group, out| {
+            let mut lists = group.values();
+            let mut common = Vec::new();
+            if let (Some(a), Some(b)) = (lists.next(), lists.next()) {
+                for_each_common(a, b, |i, _| common.push(a[i]));
+            }
+            out.emit(key, &common);
+        },
+    )?;
+    let mut lists = Vec::new();
+    engine.read(out, |key, value| lists.push((unpair(key), value.to_vec())))?;
+    Ok((MutualFriends::from_lists(lists), engine.finish()))
+}
+
+const STATE: u32 = 0;
+const MESSAGE: u32 = 1;
+
+/// Algorithm 2 on an undirected graph: every round, a vertex whose label changed sends it to
+/// its neighbours, and each vertex's reduce keeps the smallest label it has seen; the job
+/// ends after a round in which no label changed. Labels are the smallest id in each
+/// component, as [`crate::components_label_propagation`] gives them.
+///
+/// # Errors
+/// As [`mr_mutual_friends`].
+pub fn mr_components(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u32>, JobReport)> {
+    let mut engine = Engine::new(config)?;
+    // State records are `[STATE, label, changed, neighbours...]`, messages `[MESSAGE, label]`.
+    let mut changed = 0u64;
+    let mut file = engine.round(
+        "min-label message passing",
+        Input::Graph(graph),
+        |v, friends, shuffle| {
+            let mut state = vec![STATE, v as u32, 1];
+            state.extend_from_slice(friends);
+            shuffle.emit(v, &state);
+            for &u in friends {
+                shuffle.emit(u64::from(u), &[MESSAGE, v as u32]);
+            }
+        },
+        |v, group, out| min_label(&mut changed, v, group, out),
+    )?;
+    while changed > 0 {
+        changed = 0;
+        file = engine.round(
+            "min-label message passing",
+            Input::Records(file),
+            |v, state, shuffle| {
+                shuffle.emit(v, state);
+                if state[2] == 1 {
+                    for &u in &state[3..] {
+                        shuffle.emit(u64::from(u), &[MESSAGE, state[1]]);
+                    }
+                }
+            },
+            |v, group, out| min_label(&mut changed, v, group, out),
+        )?;
+    }
+    let mut labels = vec![0u32; graph.num_vertices()];
+    engine.read(file, |v, state| labels[v as usize] = state[1])?;
+    Ok((labels, engine.finish()))
+}
+
+/// A vertex's reduce in Algorithm 2: keep the smallest label among its state and messages.
+fn min_label(changed: &mut u64, key: u64, group: &super::Group, out: &mut super::Output) {
+    let mut state: Vec<u32> = Vec::new();
+    let mut best = u32::MAX;
+    for value in group.values() {
+        if value[0] == STATE {
+            state = value.to_vec();
+        } else {
+            best = best.min(value[1]);
+        }
+    }
+    if best < state[1] {
+        state[1] = best;
+        state[2] = 1;
+        *changed += 1;
+    } else {
+        state[2] = 0;
+    }
+    out.emit(key, &state);
+}
+
+const EDGE: u32 = u32::MAX;
+
+/// Algorithm 3 on an undirected graph, in three rounds: (1) every vertex learns its
+/// neighbours' degrees and keeps those ranked above it (degree, then id), so each triangle
+/// has one lowest corner; (2) each vertex emits its triads — pairs of higher neighbours,
+/// keyed by the pair — and each edge is emitted keyed by its ends; a pair's reduce that finds
+/// the edge closes its triads into triangles and credits their corners; (3) credits are
+/// summed per vertex. Gives triangles per vertex (by id) and in total.
+///
+/// # Errors
+/// As [`mr_mutual_friends`].
+pub fn mr_triangles(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u64>, u64, JobReport)> {
+    let mut engine = Engine::new(config)?;
+    let higher = engine.round(
+        "degrees and orientation",
+        Input::Graph(graph),
+        |v, friends, shuffle| {
+            for &u in friends {
+                shuffle.emit(u64::from(u), &[v as u32, friends.len() as u32]);
+            }
+        },
+        |u, group, out| {
+            let degree = group.values().count() as u32;
+            let mut above: Vec<u32> = group
+                .values()
+                .filter(|x| (x[1], x[0]) > (degree, u as u32))
+                .map(|x| x[0])
+                .collect();
+            above.sort_unstable();
+            out.emit(u, &above);
+        },
+    )?;
+    let credits = engine.round(
+        "triads and edges",
+        Input::Records(higher),
+        |u, above, shuffle| {
+            for (i, &a) in above.iter().enumerate() {
+                shuffle.emit(pair(u as VertexId, a), &[EDGE]);
+                for &b in &above[i + 1..] {
+                    shuffle.emit(pair(a, b), &[u as u32]);
+                }
+            }
+        },
+        |key, group, out| {
+            if !group.values().any(|x| x[0] == EDGE) {
+                return;
+            }
+            let mut closed = 0u32;
+            for x in group.values().filter(|x| x[0] != EDGE) {
+                out.emit(u64::from(x[0]), &[1]);
+                closed += 1;
+            }
+            if closed > 0 {
+                let (a, b) = unpair(key);
+                out.emit(u64::from(a), &[closed]);
+                out.emit(u64::from(b), &[closed]);
+            }
+        },
+    )?;
+    let sums = engine.round(
+        "triangles per vertex",
+        Input::Records(credits),
+        |v, credit, shuffle| shuffle.emit(v, credit),
+        |v, group, out| {
+            let total: u64 = group.values().map(|x| u64::from(x[0])).sum();
+            out.emit(v, &[total as u32, (total >> 32) as u32]);
+        },
+    )?;
+    let mut per = vec![0u64; graph.num_vertices()];
+    engine.read(sums, |v, t| per[v as usize] = u64::from(t[0]) | (u64::from(t[1]) << 32))?;
+    let total = per.iter().sum::<u64>() / 3;
+    Ok((per, total, engine.finish()))
+}

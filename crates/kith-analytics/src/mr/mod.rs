@@ -1,0 +1,641 @@
+//! MapReduce on one machine, as the complex-network study ran its jobs: each round maps
+//! input records to `(key, value)` pairs, shuffles them (sorts by key in a memory buffer,
+//! spilling sorted runs to disk whenever the buffer outgrows its budget), merges the runs
+//! (at most [`MERGE_FACTOR`] at a time, as Hadoop's `io.sort.factor`), and reduces each key's
+//! values. A round's output is a file of records, the next round's input. Every file
+//! operation is logged, so a job reports its per-phase times and an I/O profile — and from
+//! the profile, which storage medium suits it.
+//!
+//! Keys are `u64`; values are lists of `u32` (ids, labels, counts).
+
+mod io;
+mod jobs;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub use io::IoCounters;
+pub use jobs::{mr_components, mr_mutual_friends, mr_triangles};
+
+use crate::engine::InGraph;
+use crate::error::{Error, Result};
+use io::{Device, Tracked};
+
+/// Runs merged at once; more runs take extra merge passes.
+pub const MERGE_FACTOR: usize = 10;
+/// The buffer of every file read or written: one operation per refill or flush.
+const IO_BUFFER: usize = 256 << 10;
+
+/// How a job runs.
+#[derive(Clone, Debug)]
+pub struct MrConfig {
+    /// The shuffle buffer's budget in bytes; over it, the buffer is sorted and spilled.
+    pub memory_bytes: u64,
+    /// Where spill runs and round outputs go (a fresh subdirectory, removed afterwards).
+    pub spill_dir: PathBuf,
+    /// Bytes of the input file, counted as one sequential read (0 when not from a file).
+    pub input_bytes: u64,
+}
+
+/// Seconds per phase, as the study reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Phases {
+    /// Reading input and running map functions.
+    pub map_s: f64,
+    /// Sorting buffers by key and writing spill runs.
+    pub shuffle_s: f64,
+    /// Merging runs: intermediate passes and the final merge that feeds reduce.
+    pub merge_s: f64,
+    /// Running reduce functions and writing their output.
+    pub reduce_s: f64,
+}
+
+impl Phases {
+    fn add(&mut self, other: &Phases) {
+        self.map_s += other.map_s;
+        self.shuffle_s += other.shuffle_s;
+        self.merge_s += other.merge_s;
+        self.reduce_s += other.reduce_s;
+    }
+}
+
+/// One round of a job.
+#[derive(Clone, Debug)]
+pub struct RoundReport {
+    /// What the round does.
+    pub name: &'static str,
+    /// Records the map read.
+    pub input_records: u64,
+    /// Records the map emitted.
+    pub map_output_records: u64,
+    /// Bytes the map emitted (as encoded on disk).
+    pub map_output_bytes: u64,
+    /// Distinct keys reduced.
+    pub groups: u64,
+    /// Records the reduce wrote.
+    pub output_records: u64,
+    /// Sorted runs spilled (0: the shuffle fit in memory).
+    pub spill_runs: u64,
+    /// Intermediate merge passes.
+    pub merge_passes: u64,
+    /// Seconds per phase.
+    pub phases: Phases,
+    /// I/O of this round.
+    pub io: IoCounters,
+}
+
+/// What a job did.
+#[derive(Clone, Debug)]
+pub struct JobReport {
+    /// The rounds, in order.
+    pub rounds: Vec<RoundReport>,
+    /// Seconds per phase over all rounds.
+    pub phases: Phases,
+    /// I/O over all rounds (including reading the input graph).
+    pub io: IoCounters,
+    /// The shuffle budget.
+    pub memory_bytes: u64,
+}
+
+impl JobReport {
+    /// Bytes of the largest round's map output: a budget at least this large spills nothing.
+    pub fn largest_shuffle_bytes(&self) -> u64 {
+        self.rounds.iter().map(|r| r.map_output_bytes).max().unwrap_or(0)
+    }
+
+    /// The storage medium this job's I/O profile calls for, and why (the study's closing
+    /// call for application profilers).
+    pub fn recommendation(&self) -> String {
+        let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let io = &self.io;
+        let moved = io.read_bytes + io.written_bytes;
+        let runs: u64 = self.rounds.iter().map(|r| r.spill_runs).sum();
+        let seq = 100.0 * io.sequential_fraction();
+        let need = mb(self.largest_shuffle_bytes()).ceil().max(1.0);
+        if runs == 0 {
+            return format!(
+                "memory: every shuffle fit in the {:.0} MiB budget, so the job only streams its \
+                 input and round outputs ({:.1} MiB, {seq:.0}% sequential); it is compute-bound \
+                 and any storage medium will do",
+                mb(self.memory_bytes),
+                mb(moved)
+            );
+        }
+        let avg_random = if io.random_ops == 0 {
+            0.0
+        } else {
+            mb(moved - io.sequential_bytes.min(moved)) * 1024.0 / io.random_ops as f64
+        };
+        if seq >= 90.0 {
+            format!(
+                "HDD: {:.1} MiB moved, {seq:.0}% of it sequential ({runs} sorted runs written and \
+                 read back as streams); a disk's streaming bandwidth serves it and an SSD would \
+                 gain little. With --memory-mb {need:.0} nothing would spill.",
+                mb(moved)
+            )
+        } else {
+            format!(
+                "SSD: {:.1} MiB moved but only {seq:.0}% sequential: merging {runs} runs reads them \
+                 interleaved, {} random reads of {avg_random:.0} KiB on average; seeks would \
+                 dominate on an HDD. Alternatively give --memory-mb {need:.0}, and nothing spills.",
+                mb(moved),
+                io.random_ops
+            )
+        }
+    }
+}
+
+/// A file of records: `key: u64, len: u32, len × u32`, little-endian.
+#[derive(Debug)]
+pub(crate) struct RecordFile {
+    path: PathBuf,
+}
+
+/// Where a round's map reads from.
+pub(crate) enum Input<'a> {
+    /// The graph in memory: one record per vertex, its id and its (in-)neighbours.
+    Graph(&'a InGraph),
+    /// A previous round's output.
+    Records(RecordFile),
+}
+
+/// The map side's sink: a key-sorted buffer that spills.
+pub(crate) struct Shuffle<'e> {
+    engine: &'e Engine,
+    arena: Vec<u32>,
+    index: Vec<(u64, u32)>,
+    runs: Vec<PathBuf>,
+    records: u64,
+    bytes: u64,
+    shuffle_s: f64,
+    error: Option<Error>,
+}
+
+impl Shuffle<'_> {
+    /// Emits a record.
+    pub(crate) fn emit(&mut self, key: u64, value: &[u32]) {
+        self.index.push((key, self.arena.len() as u32));
+        self.arena.push(value.len() as u32);
+        self.arena.extend_from_slice(value);
+        self.records += 1;
+        self.bytes += 12 + 4 * value.len() as u64;
+        let held = 4 * self.arena.len() as u64 + 16 * self.index.len() as u64;
+        if (held > self.engine.config.memory_bytes || self.arena.len() > (u32::MAX >> 1) as usize)
+            && self.error.is_none()
+        {
+            if let Err(e) = self.spill() {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    fn sort(&mut self) {
+        let t = Instant::now();
+        self.index.sort_unstable();
+        self.shuffle_s += t.elapsed().as_secs_f64();
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        self.sort();
+        let t = Instant::now();
+        let path = self.engine.fresh("run");
+        let mut out = self.engine.create(&path)?;
+        for &(key, at) in &self.index {
+            let len = self.arena[at as usize] as usize;
+            let value = &self.arena[at as usize + 1..at as usize + 1 + len];
+            write_record(&mut out, key, value).map_err(Error::io(&path))?;
+        }
+        out.flush().map_err(Error::io(&path))?;
+        self.runs.push(path);
+        self.arena.clear();
+        self.index.clear();
+        self.shuffle_s += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
+/// The reduce side's sink: the round's output file.
+pub(crate) struct Output {
+    writer: BufWriter<Tracked>,
+    path: PathBuf,
+    records: u64,
+    error: Option<std::io::Error>,
+}
+
+impl Output {
+    /// Writes a record.
+    pub(crate) fn emit(&mut self, key: u64, value: &[u32]) {
+        if self.error.is_none() {
+            if let Err(e) = write_record(&mut self.writer, key, value) {
+                self.error = Some(e);
+            }
+        }
+        self.records += 1;
+    }
+}
+
+/// The values of one key, in the order they were emitted.
+#[derive(Debug, Default)]
+pub(crate) struct Group {
+    arena: Vec<u32>,
+    ends: Vec<usize>,
+}
+
+impl Group {
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.ends.clear();
+    }
+
+    fn push(&mut self, value: &[u32]) {
+        self.arena.extend_from_slice(value);
+        self.ends.push(self.arena.len());
+    }
+
+    /// The values.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(self.ends.iter().copied()).map(|(s, e)| &self.arena[s..e])
+    }
+}
+
+/// A job's scratch space, I/O log and round reports.
+pub(crate) struct Engine {
+    config: MrConfig,
+    dir: tempfile::TempDir,
+    device: Device,
+    next_file: std::cell::Cell<u64>,
+    rounds: Vec<RoundReport>,
+}
+
+impl Engine {
+    /// A job in a fresh subdirectory of the spill directory.
+    ///
+    /// # Errors
+    /// The spill directory cannot be created or written.
+    pub(crate) fn new(config: &MrConfig) -> Result<Engine> {
+        let unwritable = |e: std::io::Error| {
+            Error::InvalidArgument(format!(
+                "spill directory {} cannot be written: {e}",
+                config.spill_dir.display()
+            ))
+        };
+        std::fs::create_dir_all(&config.spill_dir).map_err(unwritable)?;
+        let dir = tempfile::Builder::new()
+            .prefix("kith-mr-")
+            .tempdir_in(&config.spill_dir)
+            .map_err(unwritable)?;
+        // Creating a directory may be allowed where writing is not (a full disk): probe.
+        std::fs::write(dir.path().join("probe"), b"kith").map_err(unwritable)?;
+        let device = Device::default();
+        device.record_stream_read(config.input_bytes);
+        Ok(Engine {
+            config: config.clone(),
+            dir,
+            device,
+            next_file: std::cell::Cell::new(0),
+            rounds: Vec::new(),
+        })
+    }
+
+    fn fresh(&self, what: &str) -> PathBuf {
+        let n = self.next_file.get();
+        self.next_file.set(n + 1);
+        self.dir.path().join(format!("{what}-{n}"))
+    }
+
+    fn create(&self, path: &Path) -> Result<BufWriter<Tracked>> {
+        let file = File::create(path).map_err(Error::io(path))?;
+        Ok(BufWriter::with_capacity(IO_BUFFER, self.device.track(file)))
+    }
+
+    fn open(&self, path: &Path) -> Result<BufReader<Tracked>> {
+        let file = File::open(path).map_err(Error::io(path))?;
+        Ok(BufReader::with_capacity(IO_BUFFER, self.device.track(file)))
+    }
+
+    /// Runs one round: map every input record, shuffle, merge, reduce every key.
+    pub(crate) fn round(
+        &mut self,
+        name: &'static str,
+        input: Input<'_>,
+        mut map: impl FnMut(u64, &[u32], &mut Shuffle<'_>),
+        mut reduce: impl FnMut(u64, &Group, &mut Output),
+    ) -> Result<RecordFile> {
+        let before = self.device.counters();
+        let mut phases = Phases::default();
+        // Map.
+        let t = Instant::now();
+        let mut shuffle = Shuffle {
+            engine: self,
+            arena: Vec::new(),
+            index: Vec::new(),
+            runs: Vec::new(),
+            records: 0,
+            bytes: 0,
+            shuffle_s: 0.0,
+            error: None,
+        };
+        let mut input_records = 0u64;
+        match &input {
+            Input::Graph(graph) => {
+                for v in 0..graph.num_vertices() as u32 {
+                    map(u64::from(v), graph.in_links(v), &mut shuffle);
+                    input_records += 1;
+                }
+            }
+            Input::Records(file) => {
+                let mut reader = self.open(&file.path)?;
+                let mut value = Vec::new();
+                while let Some(key) =
+                    read_record(&mut reader, &mut value).map_err(Error::io(&file.path))?
+                {
+                    map(key, &value, &mut shuffle);
+                    input_records += 1;
+                }
+            }
+        }
+        if let Some(e) = shuffle.error.take() {
+            return Err(e);
+        }
+        if let Input::Records(file) = &input {
+            std::fs::remove_file(&file.path).map_err(Error::io(&file.path))?;
+        }
+        // Shuffle: sort what is buffered; spill it too when earlier buffers were spilled.
+        if shuffle.runs.is_empty() {
+            shuffle.sort();
+        } else if !shuffle.index.is_empty() {
+            shuffle.spill()?;
+        }
+        phases.shuffle_s = shuffle.shuffle_s;
+        phases.map_s = t.elapsed().as_secs_f64() - phases.shuffle_s;
+        let spill_runs = shuffle.runs.len() as u64;
+        let (map_output_records, map_output_bytes) = (shuffle.records, shuffle.bytes);
+        // Merge passes while there are too many runs.
+        let t = Instant::now();
+        let mut runs = std::mem::take(&mut shuffle.runs);
+        let mut merge_passes = 0u64;
+        while runs.len() > MERGE_FACTOR {
+            let batch: Vec<PathBuf> = runs.drain(..MERGE_FACTOR).collect();
+            let path = self.fresh("merged");
+            let mut out = self.create(&path)?;
+            self.merge(&batch, |key, group| {
+                for value in group.values() {
+                    write_record(&mut out, key, value).map_err(Error::io(&path))?;
+                }
+                Ok(())
+            })?;
+            out.flush().map_err(Error::io(&path))?;
+            runs.push(path);
+            merge_passes += 1;
+        }
+        let passes_s = t.elapsed().as_secs_f64();
+        // Final merge feeding reduce.
+        let out_path = self.fresh("output");
+        let mut output =
+            Output { writer: self.create(&out_path)?, path: out_path, records: 0, error: None };
+        let t = Instant::now();
+        let mut reduce_s = 0.0;
+        let mut groups = 0u64;
+        let mut reduce_one = |key: u64, group: &Group, output: &mut Output| {
+            let t = Instant::now();
+            reduce(key, group, output);
+            reduce_s += t.elapsed().as_secs_f64();
+            groups += 1;
+        };
+        if runs.is_empty() {
+            let mut group = Group::default();
+            let index = &shuffle.index;
+            let mut i = 0;
+            while i < index.len() {
+                let key = index[i].0;
+                group.clear();
+                while i < index.len() && index[i].0 == key {
+                    let at = index[i].1 as usize;
+                    let len = shuffle.arena[at] as usize;
+                    group.push(&shuffle.arena[at + 1..at + 1 + len]);
+                    i += 1;
+                }
+                reduce_one(key, &group, &mut output);
+            }
+        } else {
+            self.merge(&runs, |key, group| {
+                reduce_one(key, group, &mut output);
+                Ok(())
+            })?;
+        }
+        drop(shuffle);
+        output.writer.flush().map_err(Error::io(&output.path))?;
+        if let Some(e) = output.error.take() {
+            return Err(Error::Io { path: output.path, source: e });
+        }
+        let final_s = t.elapsed().as_secs_f64();
+        phases.merge_s = passes_s + (final_s - reduce_s);
+        phases.reduce_s = reduce_s;
+        let mut io = self.device.counters();
+        io.read_bytes -= before.read_bytes;
+        io.written_bytes -= before.written_bytes;
+        io.sequential_bytes -= before.sequential_bytes;
+        io.random_ops -= before.random_ops;
+        io.ops -= before.ops;
+        if self.rounds.is_empty() {
+            // The first round also read the input graph.
+            io.add(&self.device_initial());
+        }
+        self.rounds.push(RoundReport {
+            name,
+            input_records,
+            map_output_records,
+            map_output_bytes,
+            groups,
+            output_records: output.records,
+            spill_runs,
+            merge_passes,
+            phases,
+            io,
+        });
+        Ok(RecordFile { path: output.path })
+    }
+
+    fn device_initial(&self) -> IoCounters {
+        let bytes = self.config.input_bytes;
+        IoCounters {
+            read_bytes: bytes,
+            sequential_bytes: bytes,
+            ops: u64::from(bytes > 0),
+            ..IoCounters::default()
+        }
+    }
+
+    /// Merges sorted runs, calling `each` once per key with its values in run order; the runs
+    /// are removed afterwards.
+    fn merge(
+        &self,
+        runs: &[PathBuf],
+        mut each: impl FnMut(u64, &Group) -> Result<()>,
+    ) -> Result<()> {
+        let mut readers = Vec::with_capacity(runs.len());
+        let mut heads: Vec<Vec<u32>> = vec![Vec::new(); runs.len()];
+        let mut heap = BinaryHeap::new();
+        for (i, path) in runs.iter().enumerate() {
+            let mut reader = self.open(path)?;
+            if let Some(key) = read_record(&mut reader, &mut heads[i]).map_err(Error::io(path))? {
+                heap.push(Reverse((key, i)));
+            }
+            readers.push(reader);
+        }
+        let mut group = Group::default();
+        while let Some(&Reverse((key, _))) = heap.peek() {
+            group.clear();
+            while let Some(&Reverse((k, i))) = heap.peek() {
+                if k != key {
+                    break;
+                }
+                heap.pop();
+                group.push(&heads[i]);
+                if let Some(next) =
+                    read_record(&mut readers[i], &mut heads[i]).map_err(Error::io(&runs[i]))?
+                {
+                    heap.push(Reverse((next, i)));
+                }
+            }
+            each(key, &group)?;
+        }
+        for path in runs {
+            std::fs::remove_file(path).map_err(Error::io(path))?;
+        }
+        Ok(())
+    }
+
+    /// Reads a round's output, record by record (the file is removed afterwards).
+    pub(crate) fn read(&self, file: RecordFile, mut each: impl FnMut(u64, &[u32])) -> Result<()> {
+        let mut reader = self.open(&file.path)?;
+        let mut value = Vec::new();
+        while let Some(key) = read_record(&mut reader, &mut value).map_err(Error::io(&file.path))? {
+            each(key, &value);
+        }
+        std::fs::remove_file(&file.path).map_err(Error::io(&file.path))
+    }
+
+    /// The job's report.
+    pub(crate) fn finish(self) -> JobReport {
+        let mut phases = Phases::default();
+        for r in &self.rounds {
+            phases.add(&r.phases);
+        }
+        // Everything the device saw: the input, every round, and the last output read back.
+        let io = self.device.counters();
+        JobReport { rounds: self.rounds, phases, io, memory_bytes: self.config.memory_bytes }
+    }
+}
+
+fn write_record(out: &mut impl Write, key: u64, value: &[u32]) -> std::io::Result<()> {
+    out.write_all(&key.to_le_bytes())?;
+    out.write_all(&(value.len() as u32).to_le_bytes())?;
+    if cfg!(target_endian = "little") {
+        out.write_all(bytemuck::cast_slice(value))
+    } else {
+        value.iter().try_for_each(|v| out.write_all(&v.to_le_bytes()))
+    }
+}
+
+/// Reads the next record into `value`; `None` at the end of the file.
+fn read_record(input: &mut impl Read, value: &mut Vec<u32>) -> std::io::Result<Option<u64>> {
+    let mut head = [0u8; 12];
+    match input.read_exact(&mut head[..8]) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    input.read_exact(&mut head[8..])?;
+    let key = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(head[8..].try_into().expect("4 bytes")) as usize;
+    value.resize(len, 0);
+    input.read_exact(bytemuck::cast_slice_mut(value))?;
+    for v in value.iter_mut() {
+        *v = u32::from_le(*v);
+    }
+    Ok(Some(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use kith_graph::Graph;
+
+    use super::*;
+    use crate::{components_union_find, mutual_friends, triangles};
+
+    fn graph(n: u32, m: usize, seed: u64) -> InGraph {
+        let mut x = seed;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // A few dense clusters (triangles) and sparse links between them (several components).
+        let edges = (0..m)
+            .map(|_| {
+                let a = (next() % u64::from(n)) as u32;
+                let b = if next() % 4 == 0 {
+                    (next() % u64::from(n)) as u32
+                } else {
+                    (a / 20) * 20 + (next() % 20) as u32
+                };
+                (a, b.min(n - 1))
+            })
+            .filter(|(a, b)| a != b)
+            .collect();
+        InGraph::new(&Graph::from_edges((0..u64::from(n)).collect(), false, edges))
+    }
+
+    #[test]
+    fn jobs_equal_the_vertex_programs_in_memory_and_spilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = graph(600, 1500, 5);
+        for memory_bytes in [1 << 30, 4096] {
+            let config = MrConfig { memory_bytes, spill_dir: dir.path().into(), input_bytes: 1000 };
+            let (mf, report) = mr_mutual_friends(&g, &config).unwrap();
+            assert_eq!(mf, mutual_friends(&g).0);
+            let (labels, cc) = mr_components(&g, &config).unwrap();
+            assert_eq!(labels, components_union_find(&g));
+            assert!(cc.rounds.len() > 2, "{} rounds", cc.rounds.len());
+            let (per, total, tri) = mr_triangles(&g, &config).unwrap();
+            let (want, want_total) = triangles(&g);
+            assert!(want_total > 50, "{want_total}");
+            assert_eq!((per, total), (want, want_total));
+            assert_eq!(tri.rounds.len(), 3);
+            let runs: u64 = report.rounds.iter().map(|r| r.spill_runs).sum();
+            let io = report.io;
+            assert!(io.read_bytes >= 1000 && io.written_bytes > 0);
+            assert!(io.sequential_bytes <= io.read_bytes + io.written_bytes);
+            if memory_bytes == 4096 {
+                assert!(runs > MERGE_FACTOR as u64, "{runs} runs");
+                assert!(report.rounds[0].merge_passes > 0);
+                assert!(io.sequential_fraction() < 0.9, "{io:?}");
+                assert!(report.recommendation().starts_with("SSD"), "{}", report.recommendation());
+            } else {
+                assert_eq!(runs, 0);
+                assert!(report.recommendation().starts_with("memory"));
+            }
+            let p = report.phases;
+            assert!(p.map_s >= 0.0 && p.shuffle_s >= 0.0 && p.merge_s >= 0.0 && p.reduce_s > 0.0);
+        }
+        // Nothing is left behind in the spill directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_unwritable_spill_directory_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-directory");
+        std::fs::write(&file, b"x").unwrap();
+        let config = MrConfig { memory_bytes: 1 << 20, spill_dir: file.clone(), input_bytes: 0 };
+        let err = mr_triangles(&graph(50, 100, 1), &config).unwrap_err().to_string();
+        assert!(err.contains("spill directory") && err.contains("not-a-directory"), "{err}");
+    }
+}
