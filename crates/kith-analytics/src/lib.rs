@@ -30,8 +30,8 @@ pub use engine::{Context, InGraph, RunStats, SUB_SHARD, VertexProgram, run};
 pub use error::{Error, Result};
 pub use kcore::{core_numbers, core_numbers_sequential};
 pub use mr::{
-    IoCounters, JobReport, MERGE_FACTOR, MrConfig, Phases, RoundReport, mr_components,
-    mr_mutual_friends, mr_triangles,
+    HDD, IoCounters, JobReport, MERGE_FACTOR, Medium, MrConfig, Phases, RoundReport, SSD,
+    mr_components, mr_mutual_friends, mr_triangles,
 };
 pub use mutual::{
     MutualFriends, mutual_friends, mutual_friends_sequential, people_you_may_know,

@@ -107,8 +107,15 @@ impl JobReport {
         self.rounds.iter().map(|r| r.map_output_bytes).max().unwrap_or(0)
     }
 
+    /// Seconds the job's I/O would take on a disk and on an SSD (the models of
+    /// [`HDD`] and [`SSD`]).
+    pub fn io_estimates(&self) -> (f64, f64) {
+        (HDD.seconds(&self.io), SSD.seconds(&self.io))
+    }
+
     /// The storage medium this job's I/O profile calls for, and why (the study's closing
-    /// call for application profilers).
+    /// call for application profilers): the I/O is priced on a disk and on an SSD, and the
+    /// disk is enough when it costs little more, or little beside the job's own compute.
     pub fn recommendation(&self) -> String {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
         let io = &self.io;
@@ -116,38 +123,58 @@ impl JobReport {
         let runs: u64 = self.rounds.iter().map(|r| r.spill_runs).sum();
         let seq = 100.0 * io.sequential_fraction();
         let need = mb(self.largest_shuffle_bytes()).ceil().max(1.0);
+        let (hdd, ssd) = self.io_estimates();
+        let p = self.phases;
+        let compute = p.map_s + p.shuffle_s + p.merge_s + p.reduce_s;
+        let priced = format!(
+            "{:.1} MiB moved, {seq:.0}% sequential, {} seeks: about {hdd:.2} s of I/O on a disk, \
+             {ssd:.2} s on an SSD, beside {compute:.2} s measured",
+            mb(moved),
+            io.random_ops
+        );
         if runs == 0 {
-            return format!(
-                "memory: every shuffle fit in the {:.0} MiB budget, so the job only streams its \
-                 input and round outputs ({:.1} MiB, {seq:.0}% sequential); it is compute-bound \
-                 and any storage medium will do",
-                mb(self.memory_bytes),
-                mb(moved)
-            );
-        }
-        let avg_random = if io.random_ops == 0 {
-            0.0
-        } else {
-            mb(moved - io.sequential_bytes.min(moved)) * 1024.0 / io.random_ops as f64
-        };
-        if seq >= 90.0 {
             format!(
-                "HDD: {:.1} MiB moved, {seq:.0}% of it sequential ({runs} sorted runs written and \
-                 read back as streams); a disk's streaming bandwidth serves it and an SSD would \
-                 gain little. With --memory-mb {need:.0} nothing would spill.",
-                mb(moved)
+                "memory: every shuffle fit in the {:.0} MiB budget, so the job only streams its \
+                 input and round outputs ({priced}); it is compute-bound and any storage medium \
+                 will do",
+                mb(self.memory_bytes)
+            )
+        } else if hdd <= 1.25 * ssd || hdd - ssd <= 0.1 * compute {
+            format!(
+                "HDD: {runs} sorted runs are written and read back mostly as streams ({priced}); \
+                 a disk's bandwidth serves it and an SSD would gain little. With --memory-mb \
+                 {need:.0} nothing would spill."
             )
         } else {
             format!(
-                "SSD: {:.1} MiB moved but only {seq:.0}% sequential: merging {runs} runs reads them \
-                 interleaved, {} random reads of {avg_random:.0} KiB on average; seeks would \
-                 dominate on an HDD. Alternatively give --memory-mb {need:.0}, and nothing spills.",
-                mb(moved),
-                io.random_ops
+                "SSD: merging {runs} sorted runs reads them interleaved ({priced}); seeks would \
+                 dominate on a disk. Or give --memory-mb {need:.0}, and nothing spills."
             )
         }
     }
 }
+
+/// A storage medium's cost model: streaming bandwidth and the time of a seek.
+#[derive(Clone, Copy, Debug)]
+pub struct Medium {
+    /// Bytes per second when streaming.
+    pub bandwidth: f64,
+    /// Seconds lost by an operation that does not continue the previous one.
+    pub seek_s: f64,
+}
+
+impl Medium {
+    /// Seconds to do `io` on this medium.
+    pub fn seconds(&self, io: &IoCounters) -> f64 {
+        (io.read_bytes + io.written_bytes) as f64 / self.bandwidth
+            + io.random_ops as f64 * self.seek_s
+    }
+}
+
+/// A 7,200 rpm disk: 150 MB/s, 8 ms per seek.
+pub const HDD: Medium = Medium { bandwidth: 150e6, seek_s: 8e-3 };
+/// A SATA SSD: 500 MB/s, 0.1 ms per random operation.
+pub const SSD: Medium = Medium { bandwidth: 500e6, seek_s: 1e-4 };
 
 /// A file of records: `key: u64, len: u32, len × u32`, little-endian.
 #[derive(Debug)]

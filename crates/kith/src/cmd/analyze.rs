@@ -28,6 +28,10 @@ pub(crate) enum AnalyzeCommand {
     Clustering(CommonArgs),
     /// Core numbers, k-core decomposition (on the undirected graph).
     Kcore(CommonArgs),
+    /// The MapReduce formulations (map, shuffle with spilled sorted runs, merge, reduce),
+    /// with per-phase times, an I/O profile and a storage recommendation.
+    #[command(subcommand)]
+    Mr(super::analyze_mr::MrJob),
 }
 
 #[derive(Debug, Args)]
@@ -114,8 +118,21 @@ pub(crate) struct CcArgs {
     method: String,
 }
 
+/// Worker threads: the given count (at least 1), or all cores.
+pub(crate) fn thread_count(threads: Option<usize>) -> Result<usize> {
+    Ok(match threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(t) => t,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    })
+}
+
 pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
+    if let AnalyzeCommand::Mr(job) = command {
+        return super::analyze_mr::run(job);
+    }
     let common = match &command {
+        AnalyzeCommand::Mr(_) => unreachable!("handled above"),
         AnalyzeCommand::Pagerank(a) => &a.common,
         AnalyzeCommand::Sssp(a) => &a.common,
         AnalyzeCommand::Cc(a) => &a.common,
@@ -123,11 +140,7 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
         AnalyzeCommand::MutualFriends(a) => &a.common,
         AnalyzeCommand::Clustering(a) | AnalyzeCommand::Kcore(a) => a,
     };
-    let threads = match common.threads {
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(t) => t,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = thread_count(common.threads)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     pool.install(|| analyze(&command, common, threads))
 }
@@ -296,6 +309,7 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                 Some(stats.steps),
             )
         }
+        AnalyzeCommand::Mr(_) => unreachable!("mr jobs are run by analyze_mr"),
         AnalyzeCommand::Triangles(a) => {
             let (per, total, steps) = if a.method == "lists" {
                 let (per, stats) = kith_analytics::triangles_vertex_program(&ig);

@@ -1,0 +1,215 @@
+//! `kith analyze mr mutual-friends|cc|triangles`: the complex-network study's MapReduce jobs,
+//! with per-phase times, an I/O profile and a storage recommendation.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, ensure};
+use clap::{Args, Subcommand};
+use kith_analytics::{InGraph, JobReport, MrConfig};
+use serde_json::{Value, json};
+
+use super::graph::GraphInput;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MrJob {
+    /// Algorithm 1: the common friends of every friendship.
+    MutualFriends(MrArgs),
+    /// Algorithm 2: connected components by iterated min-label message passing.
+    Cc(MrArgs),
+    /// Algorithm 3: triangles from triads and edges.
+    Triangles(MrArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MrArgs {
+    #[command(flatten)]
+    input: GraphInput,
+    /// The shuffle buffer's budget; over it, sorted runs are spilled to --spill-dir.
+    #[arg(long, default_value_t = 256)]
+    memory_mb: u64,
+    /// Where spill runs and round outputs go (default: the system's temporary directory).
+    #[arg(long)]
+    spill_dir: Option<PathBuf>,
+    /// Worker threads for the vertex program that --verify compares with.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Check the result against the vertex program's (and report its time).
+    #[arg(long)]
+    verify: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(job: MrJob) -> Result<()> {
+    let (name, args) = match &job {
+        MrJob::MutualFriends(a) => ("mutual-friends", a),
+        MrJob::Cc(a) => ("cc", a),
+        MrJob::Triangles(a) => ("triangles", a),
+    };
+    ensure!(args.memory_mb >= 1, "--memory-mb must be at least 1");
+    let threads = super::analyze::thread_count(args.threads)?;
+    let graph = args.input.load_undirected()?;
+    let ig = InGraph::new(&graph);
+    let config = MrConfig {
+        memory_bytes: args.memory_mb << 20,
+        spill_dir: args.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
+        input_bytes: std::fs::metadata(&args.input.graph)
+            .with_context(|| format!("reading {}", args.input.graph.display()))?
+            .len(),
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let start = Instant::now();
+    let (summary, report, same_as_vertex_program, vp_s) = match job {
+        MrJob::MutualFriends(_) => {
+            let (mf, report) = kith_analytics::mr_mutual_friends(&ig, &config)?;
+            let seconds = start.elapsed().as_secs_f64();
+            let check = args.verify.then(|| {
+                let t = Instant::now();
+                let same = pool.install(|| kith_analytics::mutual_friends(&ig).0) == mf;
+                (same, t.elapsed().as_secs_f64())
+            });
+            let summary =
+                json!({"friendships": mf.len(), "total_common": mf.total(), "seconds": seconds});
+            (summary, report, check.map(|c| c.0), check.map(|c| c.1))
+        }
+        MrJob::Cc(_) => {
+            let (labels, report) = kith_analytics::mr_components(&ig, &config)?;
+            let seconds = start.elapsed().as_secs_f64();
+            let check = args.verify.then(|| {
+                let t = Instant::now();
+                let same =
+                    pool.install(|| kith_analytics::components_label_propagation(&ig).0) == labels;
+                (same, t.elapsed().as_secs_f64())
+            });
+            let (components, largest) = kith_analytics::summarize(&labels);
+            let summary = json!({"components": components, "largest": largest, "seconds": seconds});
+            (summary, report, check.map(|c| c.0), check.map(|c| c.1))
+        }
+        MrJob::Triangles(_) => {
+            let (per, total, report) = kith_analytics::mr_triangles(&ig, &config)?;
+            let seconds = start.elapsed().as_secs_f64();
+            let check = args.verify.then(|| {
+                let t = Instant::now();
+                let same = pool.install(|| kith_analytics::triangles(&ig).0) == per;
+                (same, t.elapsed().as_secs_f64())
+            });
+            let summary = json!({"triangles": total, "seconds": seconds});
+            (summary, report, check.map(|c| c.0), check.map(|c| c.1))
+        }
+    };
+    let mut out = json!({
+        "algorithm": format!("mr {name}"),
+        "users": graph.num_nodes(),
+        "edges": graph.num_edges(),
+        "threads": 1,
+        "memory_mb": args.memory_mb,
+    });
+    for (k, v) in summary.as_object().expect("object") {
+        out[k] = v.clone();
+    }
+    for (k, v) in report_json(&report).as_object().expect("object") {
+        out[k] = v.clone();
+    }
+    if let Some(same) = same_as_vertex_program {
+        out["verified"] = json!(same);
+        out["vertex_program_s"] = json!(vp_s);
+        out["vertex_program_threads"] = json!(threads);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_table(name, &out, &report);
+    }
+    ensure!(
+        same_as_vertex_program != Some(false),
+        "mr {name}: the result differs from the vertex program's"
+    );
+    Ok(())
+}
+
+/// `phases`, `io`, `recommendation` and `rounds` of a job's report.
+pub(crate) fn report_json(report: &JobReport) -> Value {
+    let p = report.phases;
+    let io = report.io;
+    let rounds: Vec<Value> = report
+        .rounds
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "input_records": r.input_records,
+                "map_output_records": r.map_output_records,
+                "map_output_bytes": r.map_output_bytes,
+                "groups": r.groups,
+                "output_records": r.output_records,
+                "spill_runs": r.spill_runs,
+                "merge_passes": r.merge_passes,
+                "phases": {"map_s": r.phases.map_s, "shuffle_s": r.phases.shuffle_s,
+                           "merge_s": r.phases.merge_s, "reduce_s": r.phases.reduce_s},
+                "io": {"read_bytes": r.io.read_bytes, "written_bytes": r.io.written_bytes,
+                       "sequential_fraction": r.io.sequential_fraction()},
+            })
+        })
+        .collect();
+    json!({
+        "phases": {"map_s": p.map_s, "shuffle_s": p.shuffle_s, "merge_s": p.merge_s, "reduce_s": p.reduce_s},
+        "io": {
+            "read_bytes": io.read_bytes,
+            "written_bytes": io.written_bytes,
+            "sequential_fraction": io.sequential_fraction(),
+            "sequential_bytes": io.sequential_bytes,
+            "random_ops": io.random_ops,
+            "ops": io.ops,
+            "spill_runs": report.rounds.iter().map(|r| r.spill_runs).sum::<u64>(),
+        },
+        "recommendation": report.recommendation(),
+        "io_estimate_s": {"hdd": report.io_estimates().0, "ssd": report.io_estimates().1},
+        "rounds": rounds,
+    })
+}
+
+fn print_table(name: &str, out: &Value, report: &JobReport) {
+    println!(
+        "mr {name} on {} users, {} edges, {} MiB shuffle budget: {:.3} s",
+        out["users"],
+        out["edges"],
+        out["memory_mb"],
+        out["seconds"].as_f64().unwrap_or(0.0)
+    );
+    println!(
+        "  {:<36} {:>9} {:>9} {:>9} {:>9} {:>6} {:>10} {:>10}",
+        "round", "map s", "shuffle s", "merge s", "reduce s", "runs", "read MiB", "write MiB"
+    );
+    let mb = |b: u64| b as f64 / (1 << 20) as f64;
+    for r in &report.rounds {
+        let p = r.phases;
+        println!(
+            "  {:<36} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>6} {:>10.1} {:>10.1}",
+            r.name,
+            p.map_s,
+            p.shuffle_s,
+            p.merge_s,
+            p.reduce_s,
+            r.spill_runs,
+            mb(r.io.read_bytes),
+            mb(r.io.written_bytes)
+        );
+    }
+    for key in ["triangles", "components", "largest", "friendships", "total_common"] {
+        if let Some(v) = out.get(key) {
+            println!("  {key}: {v}");
+        }
+    }
+    println!(
+        "  io: {:.1} MiB read, {:.1} MiB written, {:.0}% sequential",
+        mb(report.io.read_bytes),
+        mb(report.io.written_bytes),
+        100.0 * report.io.sequential_fraction()
+    );
+    println!("  recommendation: {}", report.recommendation());
+    if let Some(v) = out.get("verified") {
+        println!("  verified against the vertex program: {v} ({:.3} s)", out["vertex_program_s"]);
+    }
+}
