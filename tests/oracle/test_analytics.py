@@ -100,3 +100,64 @@ def test_random_graphs(kith, tmp_path):
         assert sum(abs(got[u] - want[u]) for u in want) < 1e-6
         kith("analyze", "triangles", path, "--out", out)
         assert {u: int(v) for u, v in per_user(out).items()} == nx.triangles(h.to_undirected())
+
+
+@pytest.mark.parametrize("name,directed", GRAPHS)
+def test_weighted_distances_match_networkx_dijkstra(kith, datasets, tmp_path, name, directed):
+    g = read(datasets / name, directed)
+    rng = random.Random(11)
+    weights = tmp_path / "w.tsv"
+    with weights.open("w") as f:
+        f.write("# source target weight\n")
+        for u, v in g.edges():
+            w = round(rng.uniform(0.0, 5.0), 3)
+            g[u][v]["weight"] = w
+            f.write(f"{u} {v} {w}\n")
+    out = tmp_path / "d.csv"
+    for source in rng.sample(sorted(g.nodes()), 3):
+        args = ["analyze", "sssp", datasets / name, "--source", source, "--weights", weights, "--out", out]
+        kith(*args, *(["--directed"] if directed else []))
+        got = {u: float(d) for u, d in per_user(out).items()}
+        want = nx.single_source_dijkstra_path_length(g, source, weight="weight")
+        assert set(got) == set(want)
+        assert max(abs(got[u] - want[u]) for u in want) < 1e-9
+
+
+def test_mutual_friends_and_suggestions_match_networkx(kith, datasets, tmp_path):
+    g = read(datasets / "facebook_combined.txt.gz", False)
+    out = tmp_path / "mf.csv"
+    report = json.loads(
+        kith("analyze", "mutual-friends", datasets / "facebook_combined.txt.gz", "--user", 107, "--top", 10,
+             "--out", out, "--json")
+    )
+    rows = out.read_text().splitlines()[1:]
+    assert len(rows) == g.number_of_edges()
+    for row in rows:
+        a, b, count, common = row.split(",")
+        listed = [int(x) for x in common.split()]
+        assert int(count) == len(listed)
+        assert listed == sorted(nx.common_neighbors(g, int(a), int(b)))
+    friends = set(g[107])
+    scores = {}
+    for w in g:
+        if w != 107 and w not in friends:
+            c = len(friends & set(g[w]))
+            if c:
+                scores[w] = c
+    want = sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:10]
+    got = [(s["uid"], s["common"]) for s in report["people_you_may_know"]]
+    assert got == want
+
+
+@pytest.mark.parametrize("name", ["facebook_combined.txt.gz", "ca-GrQc.txt.gz", "email-Eu-core.txt.gz"])
+def test_mapreduce_jobs_match_networkx(kith, datasets, tmp_path, name):
+    g = read(datasets / name, False)
+    spill = ["--memory-mb", "1", "--spill-dir", tmp_path / "spill"]
+    t = json.loads(kith("analyze", "mr", "triangles", datasets / name, *spill, "--json"))
+    assert t["triangles"] == sum(nx.triangles(g).values()) // 3
+    assert t["io"]["spill_runs"] > 0 or name != "facebook_combined.txt.gz"
+    cc = json.loads(kith("analyze", "mr", "cc", datasets / name, *spill, "--json"))
+    sizes = [len(c) for c in nx.connected_components(g)]
+    assert (cc["components"], cc["largest"]) == (len(sizes), max(sizes))
+    mf = json.loads(kith("analyze", "mr", "mutual-friends", datasets / name, *spill, "--json"))
+    assert mf["total_common"] == sum(len(list(nx.common_neighbors(g, u, v))) for u, v in g.edges())

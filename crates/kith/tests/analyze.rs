@@ -109,4 +109,108 @@ fn analyze_reports_and_refuses_bad_input() {
     assert!(err.contains("--threads must be at least 1"), "{err}");
     let err = fails(&["analyze", "pagerank", p(&graph), "--damping", "1.5"]);
     assert!(err.contains("--damping"), "{err}");
+
+    let err = fails(&["analyze", "mutual-friends", p(&graph), "--user", "987654321"]);
+    assert!(err.contains("--user 987654321 is not a user of the graph"), "{err}");
+
+    // Weighted distances; a negative weight is refused with its file and line.
+    let weights = dir.path().join("w.tsv");
+    std::fs::write(&weights, "# a b w\n0 1 2.5\n").unwrap();
+    let edges = dir.path().join("e.tsv");
+    ok(&["graph", "import", p(&graph), "-o", p(&edges)]);
+    let first = std::fs::read_to_string(&edges).unwrap();
+    let (a, b) = first
+        .lines()
+        .find(|l| !l.starts_with('#'))
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next().unwrap().to_string(), it.next().unwrap().to_string())
+        })
+        .unwrap();
+    std::fs::write(&weights, format!("# a b w\n{a} {b} 0.25\n")).unwrap();
+    let w = json(&ok(&[
+        "analyze",
+        "sssp",
+        p(&graph),
+        "--source",
+        &a,
+        "--weights",
+        p(&weights),
+        "--verify",
+        "--json",
+    ]));
+    assert_eq!((w["weighted"].clone(), w["verified"].clone()), (true.into(), true.into()), "{w}");
+    assert_eq!(w["links_weighted"], 2, "{w}"); // both directions of the friendship
+    std::fs::write(&weights, format!("{a} {b} 1\n{a} {b} -3\n")).unwrap();
+    let err = fails(&["analyze", "sssp", p(&graph), "--source", &a, "--weights", p(&weights)]);
+    assert!(err.contains("w.tsv:2") && err.contains("negative weight -3"), "{err}");
+    std::fs::write(&weights, "1 2\n").unwrap();
+    let err = fails(&["analyze", "sssp", p(&graph), "--source", &a, "--weights", p(&weights)]);
+    assert!(err.contains("w.tsv:1") && err.contains("source target weight"), "{err}");
+}
+
+#[test]
+fn mutual_friends_and_mapreduce_jobs_agree_with_the_vertex_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.kgraph");
+    common::lfr_graph(&graph, "2000", "12", "3");
+    let mf = json(&ok(&[
+        "analyze",
+        "mutual-friends",
+        p(&graph),
+        "--user",
+        "7",
+        "--top",
+        "5",
+        "--verify",
+        "--json",
+    ]));
+    assert_eq!(mf["verified"], true, "{mf}");
+    let suggestions = mf["people_you_may_know"].as_array().unwrap();
+    assert!(!suggestions.is_empty() && suggestions.len() <= 5, "{mf}");
+    let counts: Vec<u64> = suggestions.iter().map(|s| s["common"].as_u64().unwrap()).collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+    let t = json(&ok(&["analyze", "triangles", p(&graph), "--json"]));
+    assert_eq!(mf["total_common"].as_u64().unwrap(), 3 * t["triangles"].as_u64().unwrap());
+    let lists = json(&ok(&["analyze", "triangles", p(&graph), "--method", "lists", "--json"]));
+    assert_eq!(lists["triangles"], t["triangles"]);
+
+    let spill = dir.path().join("spill");
+    for job in ["mutual-friends", "cc", "triangles"] {
+        for memory in ["1", "64"] {
+            let r = json(&ok(&[
+                "analyze",
+                "mr",
+                job,
+                p(&graph),
+                "--memory-mb",
+                memory,
+                "--spill-dir",
+                p(&spill),
+                "--verify",
+                "--json",
+            ]));
+            assert_eq!(r["verified"], true, "{job}: {r}");
+            for phase in ["map_s", "shuffle_s", "merge_s", "reduce_s"] {
+                assert!(r["phases"][phase].as_f64().unwrap() >= 0.0, "{r}");
+            }
+            let io = &r["io"];
+            assert!(io["read_bytes"].as_u64().unwrap() > 0, "{r}");
+            assert!(io["written_bytes"].as_u64().unwrap() > 0, "{r}");
+            let f = io["sequential_fraction"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&f), "{r}");
+            assert!(!r["recommendation"].as_str().unwrap().is_empty());
+        }
+    }
+    // Spill runs and outputs are removed.
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+    let t_mr = json(&ok(&["analyze", "mr", "triangles", p(&graph), "--json"]));
+    assert_eq!(t_mr["triangles"], t["triangles"]);
+
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let err = fails(&["analyze", "mr", "cc", p(&graph), "--spill-dir", p(&blocker)]);
+    assert!(err.contains("spill directory") && err.contains("cannot be written"), "{err}");
+    let err = fails(&["analyze", "mr", "cc", p(&graph), "--memory-mb", "0"]);
+    assert!(err.contains("--memory-mb must be at least 1"), "{err}");
 }
