@@ -59,31 +59,46 @@ impl InGraph {
         for (p, &v) in order.iter().enumerate() {
             position[v as usize] = p as VertexId;
         }
-        // Each list holds (new source, index of the entry in the old arrays), so weights
-        // follow their links.
-        let lists: Vec<Vec<(VertexId, u64)>> = order
-            .par_iter()
-            .map(|&v| {
-                let first = self.offsets[v as usize];
-                let mut l: Vec<(VertexId, u64)> = self
-                    .in_links(v)
-                    .iter()
-                    .zip(first..)
-                    .map(|(&u, i)| (position[u as usize], i))
-                    .collect();
-                l.sort_unstable();
-                l
-            })
-            .collect();
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(0u64);
-        for l in &lists {
-            offsets.push(offsets.last().copied().unwrap_or(0) + l.len() as u64);
+        for &v in order {
+            offsets.push(offsets[offsets.len() - 1] + self.in_links(v).len() as u64);
         }
-        let sources = lists.par_iter().flat_map_iter(|l| l.iter().map(|&(u, _)| u)).collect();
-        let weights = self.weights.as_ref().map(|w| {
-            lists.par_iter().flat_map_iter(|l| l.iter().map(|&(_, i)| w[i as usize])).collect()
-        });
+        // Blocks of new ids fill their stretch of the arrays on worker threads; each list is
+        // renamed and sorted again (weights follow their links).
+        let blocks: Vec<(Vec<VertexId>, Vec<f64>)> = order
+            .par_chunks(SUB_SHARD)
+            .map(|block| {
+                let mut sources = Vec::new();
+                let mut weights = Vec::new();
+                let mut pairs: Vec<(VertexId, f64)> = Vec::new();
+                for &v in block {
+                    let start = sources.len();
+                    sources.extend(self.in_links(v).iter().map(|&u| position[u as usize]));
+                    match self.in_weights(v) {
+                        None => sources[start..].sort_unstable(),
+                        Some(w) => {
+                            pairs.clear();
+                            pairs.extend(sources[start..].iter().copied().zip(w.iter().copied()));
+                            pairs.sort_unstable_by_key(|p| p.0);
+                            for (slot, &(u, _)) in sources[start..].iter_mut().zip(&pairs) {
+                                *slot = u;
+                            }
+                            weights.extend(pairs.iter().map(|p| p.1));
+                        }
+                    }
+                }
+                (sources, weights)
+            })
+            .collect();
+        let mut sources = Vec::with_capacity(self.sources.len());
+        let mut weights = self.weights.as_ref().map(|_| Vec::with_capacity(self.sources.len()));
+        for (s, w) in blocks {
+            sources.extend_from_slice(&s);
+            if let Some(all) = &mut weights {
+                all.extend_from_slice(&w);
+            }
+        }
         InGraph {
             offsets,
             sources,

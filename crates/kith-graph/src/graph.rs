@@ -139,6 +139,11 @@ impl Graph {
 
     /// The dense id of an original id, if the graph has that vertex.
     pub fn dense_id(&self, original: u64) -> Option<VertexId> {
+        // Ids are strictly ascending: when the last is n - 1, they are exactly 0..n.
+        let n = self.ids.len() as u64;
+        if n > 0 && self.ids[self.ids.len() - 1] == n - 1 {
+            return (original < n).then_some(original as VertexId);
+        }
         self.ids.binary_search(&original).ok().map(|i| i as VertexId)
     }
 

@@ -157,11 +157,17 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
     let start = Instant::now();
     let mut ig = InGraph::new(&graph);
     let mut position: Option<Vec<u32>> = None;
+    let mut order_s = json!({});
     if let Some(path) = &common.order {
+        let t = Instant::now();
         let layout = kith_layout::read_layout(path, &graph)?;
+        let read_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
         ig = ig.relabel(layout.order());
+        order_s = json!({"read_layout_s": read_s, "relabel_s": t.elapsed().as_secs_f64()});
         position = Some(layout.positions().to_vec());
     }
+    let prepare_s = start.elapsed().as_secs_f64();
     let ids = ig.original_ids().to_vec();
     let mut header = "uid,value";
     let (name, summary, per_user, verified, steps): (
@@ -392,7 +398,8 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
     }
     let mut report = json!({"algorithm": name, "seconds": seconds, "threads": threads,
         "users": graph.num_nodes(), "edges": graph.num_edges(), "steps": steps,
-        "order": common.order.as_ref().map(|p| p.display().to_string())});
+        "order": common.order.as_ref().map(|p| p.display().to_string()),
+        "prepare_s": prepare_s, "ordering": order_s});
     if let Some(v) = verified {
         report["verified"] = json!(v);
     }
