@@ -2,41 +2,83 @@
 //! (degree order, ties by id), and every triangle is found once as a merge intersection of
 //! two such lists. Per-vertex counts credit all three corners.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use kith_graph::VertexId;
 
 use crate::engine::{Context, InGraph, RunStats, VertexProgram, run};
 use rayon::prelude::*;
 
-/// Triangles through each vertex (by id) and in total, on an undirected graph (whose
-/// in-links are its neighbours).
-pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
+/// Each vertex's neighbours of higher rank (degree, then id), as a CSR: every triangle has
+/// exactly one lowest corner, and lists stay short on power-law graphs (at most √(2m)).
+fn higher_neighbours(graph: &InGraph) -> (Vec<usize>, Vec<VertexId>) {
     let n = graph.num_vertices();
     let rank = |v: VertexId| (graph.in_links(v).len(), v);
-    let higher: Vec<Vec<VertexId>> = (0..n as VertexId)
+    let counts: Vec<usize> = (0..n as VertexId)
         .into_par_iter()
-        .map(|v| graph.in_links(v).iter().copied().filter(|&u| rank(u) > rank(v)).collect())
+        .map(|v| graph.in_links(v).iter().filter(|&&u| rank(u) > rank(v)).count())
         .collect();
-    let per: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-    let total: u64 = (0..n)
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    for c in &counts {
+        offsets.push(offsets[offsets.len() - 1] + c);
+    }
+    let targets: Vec<VertexId> = (0..n as VertexId)
         .into_par_iter()
-        .map(|v| {
-            let mut found = 0u64;
-            for &u in &higher[v] {
-                // Both lists ascend by id: merge.
-                let a = &higher[v];
-                kith_graph::for_each_common(a, &higher[u as usize], |i, _| {
-                    for w in [v as u32, u, a[i]] {
-                        per[w as usize].fetch_add(1, Ordering::Relaxed);
+        .with_min_len(crate::SUB_SHARD)
+        .flat_map_iter(|v| graph.in_links(v).iter().copied().filter(move |&u| rank(u) > rank(v)))
+        .collect();
+    (offsets, targets)
+}
+
+/// Triangles through each vertex (by id) and in total, on an undirected graph (whose
+/// in-links are its neighbours). For each vertex `v`, its higher neighbours are stamped in a
+/// per-thread array, and each higher neighbour `u`'s own higher list is scanned for stamps:
+/// every hit is a triangle `v < u < w`, credited to all three corners in per-thread counts
+/// that are summed at the end.
+pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
+    let n = graph.num_vertices();
+    let (offsets, targets) = higher_neighbours(graph);
+    let higher = |v: usize| &targets[offsets[v]..offsets[v + 1]];
+    struct Local {
+        stamp: Vec<u32>,
+        per: Vec<u64>,
+        total: u64,
+    }
+    let result = (0..n)
+        .into_par_iter()
+        .with_min_len(crate::SUB_SHARD)
+        .fold(
+            || Local { stamp: vec![u32::MAX; n], per: vec![0; n], total: 0 },
+            |mut local, v| {
+                let mine = higher(v);
+                if mine.len() < 2 {
+                    return local;
+                }
+                for &w in mine {
+                    local.stamp[w as usize] = v as u32;
+                }
+                let mut at_v = 0u64;
+                for &u in mine {
+                    let mut at_u = 0u64;
+                    for &w in higher(u as usize) {
+                        if local.stamp[w as usize] == v as u32 {
+                            local.per[w as usize] += 1;
+                            at_u += 1;
+                        }
                     }
-                    found += 1;
-                });
-            }
-            found
-        })
-        .sum();
-    (per.into_iter().map(AtomicU64::into_inner).collect(), total)
+                    local.per[u as usize] += at_u;
+                    at_v += at_u;
+                }
+                local.per[v] += at_v;
+                local.total += at_v;
+                local
+            },
+        )
+        .map(|local| (local.per, local.total))
+        .reduce_with(|(mut a, ta), (b, tb)| {
+            a.par_iter_mut().zip(b.par_iter()).for_each(|(x, y)| *x += y);
+            (a, ta + tb)
+        });
+    result.unwrap_or_else(|| (vec![0; n], 0))
 }
 
 /// Brute force over every pair of neighbours (the verifier; small graphs).
