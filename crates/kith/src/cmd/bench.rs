@@ -28,6 +28,9 @@ pub(crate) enum BenchCommand {
     Crash(super::bench_store::CrashArgs),
     /// A quick HTTP throughput figure with wrk: cached and strong friend lists, push feeds.
     Http(super::bench_http::HttpBenchArgs),
+    /// PageRank, triangles and components on Slashdot, R-MAT and LFR beside networkx, igraph
+    /// and NetworKit; `--order` effects; the MapReduce jobs' phases beside the vertex programs.
+    Analytics(super::bench_analytics::AnalyticsBenchArgs),
     /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
     #[command(hide = true)]
     CrashCheck(super::bench_store::CrashCheckArgs),
@@ -41,6 +44,7 @@ pub(crate) fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Store(a) => super::bench_store::store_bench(a),
         BenchCommand::Crash(a) => super::bench_store::crash(a),
         BenchCommand::Http(a) => super::bench_http::run(a),
+        BenchCommand::Analytics(a) => super::bench_analytics::run(a),
         BenchCommand::CrashCheck(a) => super::bench_store::crash_check(a),
     }
 }
