@@ -98,10 +98,10 @@ pub fn sssp_weighted(graph: &InGraph, source: VertexId) -> Result<(Vec<f64>, Run
 fn check_weights(graph: &InGraph) -> Result<()> {
     for v in 0..graph.num_vertices() as VertexId {
         let Some(weights) = graph.in_weights(v) else { return Ok(()) };
-        if let Some((i, w)) = weights.iter().enumerate().find(|(_, w)| !(**w >= 0.0)) {
+        if let Some((i, w)) = weights.iter().enumerate().find(|(_, w)| w.is_nan() || **w < 0.0) {
             let ids = graph.original_ids();
             return Err(Error::InvalidArgument(format!(
-                "weight {w} on edge {} -> {}: shortest paths need finite weights >= 0",
+                "weight {w} on edge {} -> {}: shortest paths need weights >= 0",
                 ids[graph.in_links(v)[i] as usize],
                 ids[v as usize]
             )));

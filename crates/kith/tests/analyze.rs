@@ -214,3 +214,49 @@ fn mutual_friends_and_mapreduce_jobs_agree_with_the_vertex_programs() {
     let err = fails(&["analyze", "mr", "cc", p(&graph), "--memory-mb", "0"]);
     assert!(err.contains("--memory-mb must be at least 1"), "{err}");
 }
+
+#[test]
+fn bench_analytics_runs_small_and_agrees_with_igraph() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a.json");
+    ok(&[
+        "bench",
+        "analytics",
+        "--lfr-nodes",
+        "3000",
+        "--rmat-nodes",
+        "4096",
+        "--threads",
+        "1,2",
+        "--baselines",
+        "igraph",
+        "--mr-datasets",
+        "email-Eu-core.txt.gz",
+        "--out",
+        p(&out),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let graphs = report["graphs"].as_array().unwrap();
+    assert_eq!(graphs.len(), 3);
+    for g in graphs {
+        assert_eq!(g["kith"].as_array().unwrap().len(), 2, "{g}");
+        let igraph = &g["baselines"][0];
+        assert_eq!(igraph["library"], "igraph", "{g}");
+        assert_eq!(igraph["agrees"]["triangles"], true, "{g}");
+        assert_eq!(igraph["agrees"]["components"], true, "{g}");
+        assert!(igraph["kith_speedup"]["pagerank"].as_f64().unwrap() > 0.0, "{g}");
+    }
+    // Generated graphs get the --order comparison; Slashdot's PageRank is directed.
+    assert!(graphs[0]["orders"].is_null());
+    let orders: Vec<&str> = graphs[2]["orders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["order"].as_str().unwrap())
+        .collect();
+    assert_eq!(orders, ["default", "random", "kith"]);
+    let mr = report["mapreduce"].as_array().unwrap();
+    assert_eq!(mr.len(), 3);
+    assert!(mr.iter().all(|r| r["equal_to_vertex_program"] == true));
+}

@@ -117,7 +117,7 @@ impl JobReport {
     /// call for application profilers): the I/O is priced on a disk and on an SSD, and the
     /// disk is enough when it costs little more, or little beside the job's own compute.
     pub fn recommendation(&self) -> String {
-        let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let mb = |b: u64| b as f64 / f64::from(1u32 << 20);
         let io = &self.io;
         let moved = io.read_bytes + io.written_bytes;
         let runs: u64 = self.rounds.iter().map(|r| r.spill_runs).sum();
@@ -211,12 +211,13 @@ impl Shuffle<'_> {
         self.records += 1;
         self.bytes += 12 + 4 * value.len() as u64;
         let held = 4 * self.arena.len() as u64 + 16 * self.index.len() as u64;
-        if (held > self.engine.config.memory_bytes || self.arena.len() > (u32::MAX >> 1) as usize)
+        let over =
+            held > self.engine.config.memory_bytes || self.arena.len() > (u32::MAX >> 1) as usize;
+        if over
             && self.error.is_none()
+            && let Err(e) = self.spill()
         {
-            if let Err(e) = self.spill() {
-                self.error = Some(e);
-            }
+            self.error = Some(e);
         }
     }
 
@@ -256,10 +257,10 @@ pub(crate) struct Output {
 impl Output {
     /// Writes a record.
     pub(crate) fn emit(&mut self, key: u64, value: &[u32]) {
-        if self.error.is_none() {
-            if let Err(e) = write_record(&mut self.writer, key, value) {
-                self.error = Some(e);
-            }
+        if self.error.is_none()
+            && let Err(e) = write_record(&mut self.writer, key, value)
+        {
+            self.error = Some(e);
         }
         self.records += 1;
     }

@@ -182,7 +182,7 @@ fn print_table(name: &str, out: &Value, report: &JobReport) {
         "  {:<36} {:>9} {:>9} {:>9} {:>9} {:>6} {:>10} {:>10}",
         "round", "map s", "shuffle s", "merge s", "reduce s", "runs", "read MiB", "write MiB"
     );
-    let mb = |b: u64| b as f64 / (1 << 20) as f64;
+    let mb = |b: u64| b as f64 / f64::from(1u32 << 20);
     for r in &report.rounds {
         let p = r.phases;
         println!(

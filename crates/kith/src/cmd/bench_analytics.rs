@@ -57,9 +57,13 @@ pub(crate) struct AnalyticsBenchArgs {
     /// Skip the `--order` comparison (it computes a kith layout of each generated graph).
     #[arg(long)]
     skip_orders: bool,
-    /// Where to write the JSON (default: bench/results/analytics-<date>.json).
+    /// Where to write the JSON (default: bench/results/analytics-<date>.json); the charts
+    /// go beside it.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Only draw the charts of an earlier results file.
+    #[arg(long, value_name = "JSON")]
+    replot: Option<PathBuf>,
 }
 
 /// A graph to measure: the one PageRank runs on (directed when the data is) and the
@@ -71,6 +75,13 @@ struct Case {
 }
 
 pub(crate) fn run(args: AnalyticsBenchArgs) -> Result<()> {
+    if let Some(path) = &args.replot {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let report: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a results file", path.display()))?;
+        return plots(&report, path);
+    }
     ensure!(args.threads.iter().all(|&t| t >= 1), "--threads must be at least 1");
     let baselines: Vec<String> =
         args.baselines.iter().filter(|b| !b.is_empty() && *b != "none").cloned().collect();
@@ -113,12 +124,109 @@ pub(crate) fn run(args: AnalyticsBenchArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("bench/results/analytics-{date}.json")));
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
     }
     std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("{}: cannot write", out.display()))?;
     print_summary(&report);
+    plots(&report, &out)?;
     eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+/// Two charts beside `out`: kith's speed-up over each library per graph and algorithm, and
+/// the speed of each `--order` relative to the input order.
+fn plots(report: &Value, out: &Path) -> Result<()> {
+    let graphs = report["graphs"].as_array().cloned().unwrap_or_default();
+    let short = |g: &Value| {
+        let name = g["name"].as_str().unwrap_or("?");
+        let name = name.strip_prefix("soc-").unwrap_or(name);
+        name.split(['-', '0']).next().unwrap_or(name).to_lowercase()
+    };
+    // Speed-ups: bars are library runs (networkx is left out: its 20-70x would flatten the rest).
+    let runs = [("igraph", 1u64), ("networkit", 1), ("networkit", 2)];
+    let algorithms = [("pagerank", "PR"), ("triangles", "tri"), ("cc", "cc")];
+    let mut groups = Vec::new();
+    let mut values = Vec::new();
+    for g in &graphs {
+        for (alg, label) in algorithms {
+            groups.push(format!("{} {label}", short(g)));
+            values.push(
+                runs.iter()
+                    .map(|&(lib, t)| {
+                        g["baselines"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .find(|b| b["library"] == lib && b["threads"].as_u64() == Some(t))
+                            .and_then(|b| b["kith_speedup"][alg].as_f64())
+                            .unwrap_or(0.0)
+                    })
+                    .collect::<Vec<f64>>(),
+            );
+        }
+    }
+    let bars: Vec<String> = runs.iter().map(|(l, t)| format!("{l}, {t} thread(s)")).collect();
+    if !groups.is_empty() {
+        crate::plot::bar_chart(
+            &out.with_file_name("analytics-speedup.png"),
+            "kith's speed-up (library seconds / kith seconds; PR: PageRank, tri: triangles)",
+            "speed-up",
+            &groups,
+            &bars,
+            &values,
+        )?;
+    }
+    // Orders: PageRank rate and triangle speed relative to the input order.
+    let orders = ["default", "random", "kith"];
+    let mut groups = Vec::new();
+    let mut values = Vec::new();
+    for g in graphs.iter().filter(|g| g["orders"].is_array()) {
+        let rows = g["orders"].as_array().cloned().unwrap_or_default();
+        let threads: Vec<u64> = rows
+            .first()
+            .and_then(|r| r["runs"].as_array())
+            .map(|r| r.iter().filter_map(|k| k["threads"].as_u64()).collect())
+            .unwrap_or_default();
+        for &t in &threads {
+            let get = |order: &str, field: &str| {
+                rows.iter()
+                    .find(|r| r["order"] == order)
+                    .and_then(|r| r["runs"].as_array())
+                    .and_then(|runs| runs.iter().find(|k| k["threads"].as_u64() == Some(t)))
+                    .and_then(|k| k[field].as_f64())
+                    .unwrap_or(f64::NAN)
+            };
+            groups.push(format!("{} PR {t}t", short(g)));
+            values.push(
+                orders
+                    .iter()
+                    .map(|o| {
+                        get(o, "pagerank_edges_per_s") / get("default", "pagerank_edges_per_s")
+                    })
+                    .collect(),
+            );
+            groups.push(format!("{} tri {t}t", short(g)));
+            values.push(
+                orders
+                    .iter()
+                    .map(|o| get("default", "triangles_s") / get(o, "triangles_s"))
+                    .collect(),
+            );
+        }
+    }
+    if !groups.is_empty() {
+        let bars: Vec<String> = orders.iter().map(|o| format!("--order {o}")).collect();
+        crate::plot::bar_chart(
+            &out.with_file_name("analytics-order.png"),
+            "speed relative to the input order (higher is faster)",
+            "speed / input order's",
+            &groups,
+            &bars,
+            &values,
+        )?;
+    }
     Ok(())
 }
 
@@ -316,7 +424,8 @@ fn write_edges(graph: &Graph, path: &Path) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::BufWriter::with_capacity(
         1 << 20,
-        std::fs::File::create(path).with_context(|| format!("{}: cannot create", path.display()))?,
+        std::fs::File::create(path)
+            .with_context(|| format!("{}: cannot create", path.display()))?,
     );
     let directed = graph.is_directed();
     for v in 0..graph.num_nodes() as VertexId {
@@ -426,7 +535,12 @@ fn mr_table(path: &Path, name: &str, args: &AnalyticsBenchArgs) -> Result<Vec<Va
 fn print_summary(report: &Value) {
     let f = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
     for g in report["graphs"].as_array().into_iter().flatten() {
-        println!("{}: {} users, {} edges", g["name"].as_str().unwrap_or("?"), g["users"], g["edges"]);
+        println!(
+            "{}: {} users, {} edges",
+            g["name"].as_str().unwrap_or("?"),
+            g["users"],
+            g["edges"]
+        );
         for k in g["kith"].as_array().into_iter().flatten() {
             println!(
                 "  kith {} threads: pagerank {} s ({:.0} M in-links/s per core), triangles {} s, cc {} s (union-find {} s)",
@@ -440,7 +554,11 @@ fn print_summary(report: &Value) {
         }
         for b in g["baselines"].as_array().into_iter().flatten() {
             if b.get("results").is_none() {
-                println!("  {}: {}", b["library"], b.get("skipped").or(b.get("error")).unwrap_or(&Value::Null));
+                println!(
+                    "  {}: {}",
+                    b["library"],
+                    b.get("skipped").or(b.get("error")).unwrap_or(&Value::Null)
+                );
                 continue;
             }
             let r = &b["results"];
