@@ -127,6 +127,17 @@ pub(crate) fn thread_count(threads: Option<usize>) -> Result<usize> {
     })
 }
 
+/// A spinner on stderr while a long computation runs (hidden when stderr is not a terminal).
+pub(crate) fn spinner(what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner().with_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .expect("a valid template"),
+    );
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
 pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
     if let AnalyzeCommand::Mr(job) = command {
         return super::analyze_mr::run(job);
@@ -145,6 +156,19 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
     pool.install(|| analyze(&command, common, threads))
 }
 
+fn command_name(command: &AnalyzeCommand) -> &'static str {
+    match command {
+        AnalyzeCommand::Pagerank(_) => "pagerank",
+        AnalyzeCommand::Sssp(_) => "sssp",
+        AnalyzeCommand::Cc(_) => "cc",
+        AnalyzeCommand::Triangles(_) => "triangles",
+        AnalyzeCommand::MutualFriends(_) => "mutual-friends",
+        AnalyzeCommand::Clustering(_) => "clustering",
+        AnalyzeCommand::Kcore(_) => "kcore",
+        AnalyzeCommand::Mr(_) => "mr",
+    }
+}
+
 fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Result<()> {
     let graph = match command {
         AnalyzeCommand::Cc(_)
@@ -154,6 +178,12 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         | AnalyzeCommand::Kcore(_) => common.input.load_undirected()?,
         _ => common.input.load()?,
     };
+    let busy = spinner(&format!(
+        "{} on {} users, {} edges",
+        command_name(command),
+        graph.num_nodes(),
+        graph.num_edges()
+    ));
     let start = Instant::now();
     let mut ig = InGraph::new(&graph);
     let mut position: Option<Vec<u32>> = None;
@@ -388,6 +418,7 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         }
     };
     let seconds = start.elapsed().as_secs_f64();
+    busy.finish_and_clear();
     if let Some(path) = &common.out {
         let mut text = format!("{header}\n");
         for r in &per_user {

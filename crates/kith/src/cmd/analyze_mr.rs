@@ -60,6 +60,12 @@ pub(crate) fn run(job: MrJob) -> Result<()> {
             .len(),
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let busy = super::analyze::spinner(&format!(
+        "mr {name} on {} users, {} edges ({} MiB shuffle budget)",
+        graph.num_nodes(),
+        graph.num_edges(),
+        args.memory_mb
+    ));
     let start = Instant::now();
     let (summary, report, same_as_vertex_program, vp_s) = match job {
         MrJob::MutualFriends(_) => {
@@ -99,6 +105,7 @@ pub(crate) fn run(job: MrJob) -> Result<()> {
             (summary, report, check.map(|c| c.0), check.map(|c| c.1))
         }
     };
+    busy.finish_and_clear();
     let mut out = json!({
         "algorithm": format!("mr {name}"),
         "users": graph.num_nodes(),
