@@ -151,6 +151,16 @@ pub(crate) fn datasets_dir() -> PathBuf {
     PathBuf::from("../shared/datasets")
 }
 
+/// Writes a benchmark's results as pretty JSON to `path`, creating its directory.
+pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
+        .with_context(|| format!("{}: cannot write", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -207,12 +207,7 @@ fn graph(args: GraphBenchArgs) -> Result<()> {
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from(format!("bench/results/graph-{}.json", &report.date[..10]))
     });
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create", dir.display()))?;
-    }
-    std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")
-        .with_context(|| format!("{}: cannot write", out.display()))?;
+    crate::machine::write_json(&out, &report)?;
     print_summary(&report);
     eprintln!("wrote {}", out.display());
     Ok(())

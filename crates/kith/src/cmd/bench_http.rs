@@ -200,10 +200,7 @@ pub(crate) fn run(args: HttpBenchArgs) -> Result<()> {
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from(format!("bench/results/http-{}.json", &report.date[..10]))
     });
-    if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")?;
+    crate::machine::write_json(&out, &report)?;
     println!("wrote {}", out.display());
     Ok(())
 }

@@ -154,10 +154,7 @@ pub(crate) fn run(args: LayoutBenchArgs) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!("bench/results/layout-{}.json", &report.date[..10]))
     });
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")?;
+    crate::machine::write_json(&out, &report)?;
     charts(&report, &out)?;
     print_summary(&report);
     eprintln!("wrote {}", out.display());

@@ -185,11 +185,7 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
 }
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::machine::write_json(path, value)?;
     println!("wrote {}", path.display());
     Ok(())
 }
