@@ -66,11 +66,11 @@ pub(crate) struct AnalyticsBenchArgs {
     replot: Option<PathBuf>,
 }
 
-/// A graph to measure: the one PageRank runs on (directed when the data is) and the
-/// friendships the other algorithms run on.
+/// A graph to measure: the friendships, and the directed graph PageRank runs on when the
+/// data is directed (otherwise PageRank runs on the friendships too).
 struct Case {
     name: String,
-    pagerank: Graph,
+    directed: Option<Graph>,
     friends: Graph,
 }
 
@@ -80,7 +80,7 @@ pub(crate) fn run(args: AnalyticsBenchArgs) -> Result<()> {
             .with_context(|| format!("{}: cannot read", path.display()))?;
         let report: Value = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a results file", path.display()))?;
-        return plots(&report, path);
+        return super::bench_analytics_plot::plots(&report, path);
     }
     ensure!(args.threads.iter().all(|&t| t >= 1), "--threads must be at least 1");
     let baselines: Vec<String> =
@@ -125,103 +125,8 @@ pub(crate) fn run(args: AnalyticsBenchArgs) -> Result<()> {
         .unwrap_or_else(|| PathBuf::from(format!("bench/results/analytics-{date}.json")));
     crate::machine::write_json(&out, &report)?;
     print_summary(&report);
-    plots(&report, &out)?;
+    super::bench_analytics_plot::plots(&report, &out)?;
     eprintln!("wrote {}", out.display());
-    Ok(())
-}
-
-/// Two charts beside `out`: kith's speed-up over each library per graph and algorithm, and
-/// the speed of each `--order` relative to the input order.
-fn plots(report: &Value, out: &Path) -> Result<()> {
-    let graphs = report["graphs"].as_array().cloned().unwrap_or_default();
-    let short = |g: &Value| {
-        let name = g["name"].as_str().unwrap_or("?");
-        let name = name.strip_prefix("soc-").unwrap_or(name);
-        name.split(['-', '0']).next().unwrap_or(name).to_lowercase()
-    };
-    // Speed-ups: bars are library runs (networkx is left out: its 20-70x would flatten the rest).
-    let runs = [("igraph", 1u64), ("networkit", 1), ("networkit", 2)];
-    let algorithms = [("pagerank", "PR"), ("triangles", "tri"), ("cc", "cc")];
-    let mut groups = Vec::new();
-    let mut values = Vec::new();
-    for g in &graphs {
-        for (alg, label) in algorithms {
-            groups.push(format!("{} {label}", short(g)));
-            values.push(
-                runs.iter()
-                    .map(|&(lib, t)| {
-                        g["baselines"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .find(|b| b["library"] == lib && b["threads"].as_u64() == Some(t))
-                            .and_then(|b| b["kith_speedup"][alg].as_f64())
-                            .unwrap_or(0.0)
-                    })
-                    .collect::<Vec<f64>>(),
-            );
-        }
-    }
-    let bars: Vec<String> = runs.iter().map(|(l, t)| format!("{l}, {t} thread(s)")).collect();
-    if !groups.is_empty() {
-        crate::plot::bar_chart(
-            &out.with_file_name("analytics-speedup.png"),
-            "kith's speed-up (library seconds / kith seconds; PR: PageRank, tri: triangles)",
-            "speed-up",
-            &groups,
-            &bars,
-            &values,
-        )?;
-    }
-    // Orders: PageRank rate and triangle speed relative to the input order.
-    let orders = ["default", "random", "kith"];
-    let mut groups = Vec::new();
-    let mut values = Vec::new();
-    for g in graphs.iter().filter(|g| g["orders"].is_array()) {
-        let rows = g["orders"].as_array().cloned().unwrap_or_default();
-        let threads: Vec<u64> = rows
-            .first()
-            .and_then(|r| r["runs"].as_array())
-            .map(|r| r.iter().filter_map(|k| k["threads"].as_u64()).collect())
-            .unwrap_or_default();
-        for &t in &threads {
-            let get = |order: &str, field: &str| {
-                rows.iter()
-                    .find(|r| r["order"] == order)
-                    .and_then(|r| r["runs"].as_array())
-                    .and_then(|runs| runs.iter().find(|k| k["threads"].as_u64() == Some(t)))
-                    .and_then(|k| k[field].as_f64())
-                    .unwrap_or(f64::NAN)
-            };
-            groups.push(format!("{} PR {t}t", short(g)));
-            values.push(
-                orders
-                    .iter()
-                    .map(|o| {
-                        get(o, "pagerank_edges_per_s") / get("default", "pagerank_edges_per_s")
-                    })
-                    .collect(),
-            );
-            groups.push(format!("{} tri {t}t", short(g)));
-            values.push(
-                orders
-                    .iter()
-                    .map(|o| get("default", "triangles_s") / get(o, "triangles_s"))
-                    .collect(),
-            );
-        }
-    }
-    if !groups.is_empty() {
-        let bars: Vec<String> = orders.iter().map(|o| format!("--order {o}")).collect();
-        crate::plot::bar_chart(
-            &out.with_file_name("analytics-order.png"),
-            "speed relative to the input order (higher is faster)",
-            "speed / input order's",
-            &groups,
-            &bars,
-            &values,
-        )?;
-    }
     Ok(())
 }
 
@@ -239,7 +144,7 @@ fn make_case(which: &str, datasets: &Path, args: &AnalyticsBenchArgs) -> Result<
             let directed = kith_graph::load(&path, &config)
                 .with_context(|| format!("loading {}", path.display()))?;
             let friends = directed.to_undirected();
-            Case { name: "soc-Slashdot0902".into(), pagerank: directed, friends }
+            Case { name: "soc-Slashdot0902".into(), directed: Some(directed), friends }
         }
         "rmat" => {
             let config = RmatConfig {
@@ -251,7 +156,7 @@ fn make_case(which: &str, datasets: &Path, args: &AnalyticsBenchArgs) -> Result<
                 ..RmatConfig::default()
             };
             let g = kith_graph::generate::rmat(&config)?;
-            Case { name: format!("rmat-{}", args.rmat_nodes), pagerank: g.clone(), friends: g }
+            Case { name: format!("rmat-{}", args.rmat_nodes), directed: None, friends: g }
         }
         _ => {
             let config = LfrConfig {
@@ -262,7 +167,7 @@ fn make_case(which: &str, datasets: &Path, args: &AnalyticsBenchArgs) -> Result<
                 ..LfrConfig::default()
             };
             let g = kith_graph::generate::lfr(&config)?.graph;
-            Case { name: format!("lfr-{}", args.lfr_nodes), pagerank: g.clone(), friends: g }
+            Case { name: format!("lfr-{}", args.lfr_nodes), directed: None, friends: g }
         }
     })
 }
@@ -316,12 +221,13 @@ fn measure_case(
     stages: &ProgressBar,
 ) -> Result<Value> {
     let name = &case.name;
-    let pr = InGraph::new(&case.pagerank);
     let friends = InGraph::new(&case.friends);
+    let directed = case.directed.as_ref().map(InGraph::new);
+    let pr = directed.as_ref().unwrap_or(&friends);
     let mut kith = Vec::new();
     for &t in &args.threads {
         stages.set_message(format!("{name}: kith on {t} threads"));
-        kith.push(measure_kith(&pr, &friends, t)?);
+        kith.push(measure_kith(pr, &friends, t)?);
     }
     // The baselines read the same graph as an edge list of dense ids.
     let dir = tempfile::tempdir()?;
@@ -330,12 +236,13 @@ fn measure_case(
         stages.set_message(format!("{name}: writing edge lists for the baselines"));
         let undirected = dir.path().join("undirected.txt");
         write_edges(&case.friends, &undirected)?;
-        let directed = if case.pagerank.is_directed() {
-            let path = dir.path().join("directed.txt");
-            write_edges(&case.pagerank, &path)?;
-            Some(path)
-        } else {
-            None
+        let directed = match &case.directed {
+            Some(graph) => {
+                let path = dir.path().join("directed.txt");
+                write_edges(graph, &path)?;
+                Some(path)
+            }
+            None => None,
         };
         for library in baselines {
             if library == "networkx" && case.friends.num_edges() > args.networkx_max_edges {
@@ -371,16 +278,16 @@ fn measure_case(
             }
         }
     }
-    let orders = if args.skip_orders || case.pagerank.is_directed() {
+    let orders = if args.skip_orders || case.directed.is_some() {
         Value::Null
     } else {
-        measure_orders(case, &pr, args, stages)?
+        measure_orders(case, &friends, args, stages)?
     };
     Ok(json!({
         "name": name,
         "users": case.friends.num_nodes(),
         "edges": case.friends.num_edges(),
-        "pagerank_directed": case.pagerank.is_directed(),
+        "pagerank_directed": case.directed.is_some(),
         "pagerank_in_links": pr.num_in_links(),
         "kith": kith,
         "baselines": runs,
