@@ -48,14 +48,19 @@ mod tests {
 
     use super::*;
 
-    fn random_graph(n: u32, m: usize, directed: bool, seed: u64) -> Graph {
+    /// A seeded xorshift generator for test graphs.
+    pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut x = seed;
-        let mut next = || {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    fn random_graph(n: u32, m: usize, directed: bool, seed: u64) -> Graph {
+        let mut next = crate::tests::xorshift(seed);
         let edges = (0..m)
             .map(|_| ((next() % u64::from(n)) as u32, (next() % u64::from(n)) as u32))
             .filter(|(a, b)| a != b)

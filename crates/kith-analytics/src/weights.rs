@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use kith_graph::VertexId;
@@ -40,14 +40,12 @@ pub fn read_weights(
 ) -> Result<(InGraph, WeightSummary)> {
     let dense: HashMap<u64, VertexId> =
         graph.original_ids().iter().enumerate().map(|(v, &id)| (id, v as VertexId)).collect();
-    let mut file = File::open(path).map_err(Error::io(path))?;
-    let mut magic = [0u8; 2];
-    let gz = file.read(&mut magic).map_err(Error::io(path))? == 2 && magic == [0x1f, 0x8b];
-    let file = File::open(path).map_err(Error::io(path))?;
+    let mut file = BufReader::new(File::open(path).map_err(Error::io(path))?);
+    let gz = file.fill_buf().map_err(Error::io(path))?.starts_with(&[0x1f, 0x8b]);
     let reader: Box<dyn BufRead> = if gz {
         Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
     } else {
-        Box::new(BufReader::new(file))
+        Box::new(file)
     };
     let mut weights: HashMap<(VertexId, VertexId), f64> = HashMap::new();
     let mut summary = WeightSummary::default();

@@ -28,12 +28,15 @@ impl IoCounters {
         if total == 0 { 1.0 } else { self.sequential_bytes as f64 / total as f64 }
     }
 
-    pub(crate) fn add(&mut self, other: &IoCounters) {
-        self.read_bytes += other.read_bytes;
-        self.written_bytes += other.written_bytes;
-        self.sequential_bytes += other.sequential_bytes;
-        self.random_ops += other.random_ops;
-        self.ops += other.ops;
+    /// What was counted since `earlier` (counters of the same device, taken before).
+    pub(crate) fn since(&self, earlier: &IoCounters) -> IoCounters {
+        IoCounters {
+            read_bytes: self.read_bytes - earlier.read_bytes,
+            written_bytes: self.written_bytes - earlier.written_bytes,
+            sequential_bytes: self.sequential_bytes - earlier.sequential_bytes,
+            random_ops: self.random_ops - earlier.random_ops,
+            ops: self.ops - earlier.ops,
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod io;
 mod jobs;
+mod report;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -20,6 +21,7 @@ use std::time::Instant;
 
 pub use io::IoCounters;
 pub use jobs::{mr_components, mr_mutual_friends, mr_triangles};
+pub use report::{HDD, JobReport, Medium, Phases, RoundReport, SSD};
 
 use crate::engine::InGraph;
 use crate::error::{Error, Result};
@@ -40,141 +42,6 @@ pub struct MrConfig {
     /// Bytes of the input file, counted as one sequential read (0 when not from a file).
     pub input_bytes: u64,
 }
-
-/// Seconds per phase, as the study reports them.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Phases {
-    /// Reading input and running map functions.
-    pub map_s: f64,
-    /// Sorting buffers by key and writing spill runs.
-    pub shuffle_s: f64,
-    /// Merging runs: intermediate passes and the final merge that feeds reduce.
-    pub merge_s: f64,
-    /// Running reduce functions and writing their output.
-    pub reduce_s: f64,
-}
-
-impl Phases {
-    fn add(&mut self, other: &Phases) {
-        self.map_s += other.map_s;
-        self.shuffle_s += other.shuffle_s;
-        self.merge_s += other.merge_s;
-        self.reduce_s += other.reduce_s;
-    }
-}
-
-/// One round of a job.
-#[derive(Clone, Debug)]
-pub struct RoundReport {
-    /// What the round does.
-    pub name: &'static str,
-    /// Records the map read.
-    pub input_records: u64,
-    /// Records the map emitted.
-    pub map_output_records: u64,
-    /// Bytes the map emitted (as encoded on disk).
-    pub map_output_bytes: u64,
-    /// Distinct keys reduced.
-    pub groups: u64,
-    /// Records the reduce wrote.
-    pub output_records: u64,
-    /// Sorted runs spilled (0: the shuffle fit in memory).
-    pub spill_runs: u64,
-    /// Intermediate merge passes.
-    pub merge_passes: u64,
-    /// Seconds per phase.
-    pub phases: Phases,
-    /// I/O of this round.
-    pub io: IoCounters,
-}
-
-/// What a job did.
-#[derive(Clone, Debug)]
-pub struct JobReport {
-    /// The rounds, in order.
-    pub rounds: Vec<RoundReport>,
-    /// Seconds per phase over all rounds.
-    pub phases: Phases,
-    /// I/O over all rounds (including reading the input graph).
-    pub io: IoCounters,
-    /// The shuffle budget.
-    pub memory_bytes: u64,
-}
-
-impl JobReport {
-    /// Bytes of the largest round's map output: a budget at least this large spills nothing.
-    pub fn largest_shuffle_bytes(&self) -> u64 {
-        self.rounds.iter().map(|r| r.map_output_bytes).max().unwrap_or(0)
-    }
-
-    /// Seconds the job's I/O would take on a disk and on an SSD (the models of
-    /// [`HDD`] and [`SSD`]).
-    pub fn io_estimates(&self) -> (f64, f64) {
-        (HDD.seconds(&self.io), SSD.seconds(&self.io))
-    }
-
-    /// The storage medium this job's I/O profile calls for, and why (the study's closing
-    /// call for application profilers): the I/O is priced on a disk and on an SSD, and the
-    /// disk is enough when it costs little more, or little beside the job's own compute.
-    pub fn recommendation(&self) -> String {
-        let mb = |b: u64| b as f64 / f64::from(1u32 << 20);
-        let io = &self.io;
-        let moved = io.read_bytes + io.written_bytes;
-        let runs: u64 = self.rounds.iter().map(|r| r.spill_runs).sum();
-        let seq = 100.0 * io.sequential_fraction();
-        let need = mb(self.largest_shuffle_bytes()).ceil().max(1.0);
-        let (hdd, ssd) = self.io_estimates();
-        let p = self.phases;
-        let compute = p.map_s + p.shuffle_s + p.merge_s + p.reduce_s;
-        let priced = format!(
-            "{:.1} MiB moved, {seq:.0}% sequential, {} seeks: about {hdd:.2} s of I/O on a disk, \
-             {ssd:.2} s on an SSD, beside {compute:.2} s measured",
-            mb(moved),
-            io.random_ops
-        );
-        if runs == 0 {
-            format!(
-                "memory: every shuffle fit in the {:.0} MiB budget, so the job only streams its \
-                 input and round outputs ({priced}); it is compute-bound and any storage medium \
-                 will do",
-                mb(self.memory_bytes)
-            )
-        } else if hdd <= 1.25 * ssd || hdd - ssd <= 0.1 * compute {
-            format!(
-                "HDD: {runs} sorted runs are written and read back mostly as streams ({priced}); \
-                 a disk's bandwidth serves it and an SSD would gain little. With --memory-mb \
-                 {need:.0} nothing would spill."
-            )
-        } else {
-            format!(
-                "SSD: merging {runs} sorted runs reads them interleaved ({priced}); seeks would \
-                 dominate on a disk. Or give --memory-mb {need:.0}, and nothing spills."
-            )
-        }
-    }
-}
-
-/// A storage medium's cost model: streaming bandwidth and the time of a seek.
-#[derive(Clone, Copy, Debug)]
-pub struct Medium {
-    /// Bytes per second when streaming.
-    pub bandwidth: f64,
-    /// Seconds lost by an operation that does not continue the previous one.
-    pub seek_s: f64,
-}
-
-impl Medium {
-    /// Seconds to do `io` on this medium.
-    pub fn seconds(&self, io: &IoCounters) -> f64 {
-        (io.read_bytes + io.written_bytes) as f64 / self.bandwidth
-            + io.random_ops as f64 * self.seek_s
-    }
-}
-
-/// A 7,200 rpm disk: 150 MB/s, 8 ms per seek.
-pub const HDD: Medium = Medium { bandwidth: 150e6, seek_s: 8e-3 };
-/// A SATA SSD: 500 MB/s, 0.1 ms per random operation.
-pub const SSD: Medium = Medium { bandwidth: 500e6, seek_s: 1e-4 };
 
 /// A file of records: `key: u64, len: u32, len × u32`, little-endian.
 #[derive(Debug)]
@@ -297,6 +164,8 @@ pub(crate) struct Engine {
     dir: tempfile::TempDir,
     device: Device,
     next_file: std::cell::Cell<u64>,
+    /// The device's counters at the end of the last round.
+    counted: IoCounters,
     rounds: Vec<RoundReport>,
 }
 
@@ -326,6 +195,7 @@ impl Engine {
             dir,
             device,
             next_file: std::cell::Cell::new(0),
+            counted: IoCounters::default(),
             rounds: Vec::new(),
         })
     }
@@ -354,7 +224,6 @@ impl Engine {
         mut map: impl FnMut(u64, &[u32], &mut Shuffle<'_>),
         mut reduce: impl FnMut(u64, &Group, &mut Output),
     ) -> Result<RecordFile> {
-        let before = self.device.counters();
         let mut phases = Phases::default();
         // Map.
         let t = Instant::now();
@@ -464,16 +333,11 @@ impl Engine {
         let final_s = t.elapsed().as_secs_f64();
         phases.merge_s = passes_s + (final_s - reduce_s);
         phases.reduce_s = reduce_s;
-        let mut io = self.device.counters();
-        io.read_bytes -= before.read_bytes;
-        io.written_bytes -= before.written_bytes;
-        io.sequential_bytes -= before.sequential_bytes;
-        io.random_ops -= before.random_ops;
-        io.ops -= before.ops;
-        if self.rounds.is_empty() {
-            // The first round also read the input graph.
-            io.add(&self.device_initial());
-        }
+        // Everything since the previous round (for the first, that includes reading the
+        // input graph).
+        let now = self.device.counters();
+        let io = now.since(&self.counted);
+        self.counted = now;
         self.rounds.push(RoundReport {
             name,
             input_records,
@@ -487,16 +351,6 @@ impl Engine {
             io,
         });
         Ok(RecordFile { path: output.path })
-    }
-
-    fn device_initial(&self) -> IoCounters {
-        let bytes = self.config.input_bytes;
-        IoCounters {
-            read_bytes: bytes,
-            sequential_bytes: bytes,
-            ops: u64::from(bytes > 0),
-            ..IoCounters::default()
-        }
     }
 
     /// Merges sorted runs, calling `each` once per key with its values in run order; the runs
@@ -598,18 +452,12 @@ mod tests {
     use crate::{components_union_find, mutual_friends, triangles};
 
     fn graph(n: u32, m: usize, seed: u64) -> InGraph {
-        let mut x = seed;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::tests::xorshift(seed);
         // A few dense clusters (triangles) and sparse links between them (several components).
         let edges = (0..m)
             .map(|_| {
                 let a = (next() % u64::from(n)) as u32;
-                let b = if next() % 4 == 0 {
+                let b = if next().is_multiple_of(4) {
                     (next() % u64::from(n)) as u32
                 } else {
                     (a / 20) * 20 + (next() % 20) as u32
