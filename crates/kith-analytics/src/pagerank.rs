@@ -103,7 +103,7 @@ impl VertexProgram for Program {
 /// `Σ contrib[u]` over `links`, in four independent sums so that the loads of different
 /// links overlap (each is likely a cache miss on a large graph).
 #[inline]
-fn sum_contributions(contrib: &[f64], links: &[VertexId]) -> f64 {
+pub fn sum_contributions(contrib: &[f64], links: &[VertexId]) -> f64 {
     let mut sums = [0.0f64; 4];
     let mut quads = links.chunks_exact(4);
     for q in &mut quads {

@@ -1,0 +1,484 @@
+//! LFGraph's vertex-program engine on timely workers. Before the first step, every worker
+//! sends each owner the list of its vertices it needs (subscribe lists); the owners keep
+//! them as publish lists. Each step then computes the worker's own vertices from slot
+//! values, and sends every changed value to each subscribing worker (once, or once per
+//! cross-worker edge), with the step's partial aggregates, in one timely round: data into
+//! an input, exchanged by destination worker, and a probe that says when the round is
+//! complete everywhere.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::Probe;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::worker::Worker;
+
+use crate::part::{ExchangeMode, Part, owner};
+use crate::report::{Report, WorkerStep};
+
+/// What a vertex sees during a step.
+#[derive(Debug)]
+pub struct Ctx<'a, V> {
+    vertex: u32,
+    step: usize,
+    part: &'a Part,
+    real: &'a [V],
+    changed: &'a [bool],
+}
+
+impl<'a, V> Ctx<'a, V> {
+    /// This vertex's slot.
+    #[inline]
+    pub fn vertex(&self) -> u32 {
+        self.vertex
+    }
+
+    /// The step, from 0.
+    #[inline]
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// The part this vertex belongs to.
+    #[inline]
+    pub fn part(&self) -> &'a Part {
+        self.part
+    }
+
+    /// In-link sources as slots, in ascending global id.
+    #[inline]
+    pub fn in_links(&self) -> &'a [u32] {
+        self.part.in_links(self.vertex)
+    }
+
+    /// In-links whose source changed in the previous step (all in step 0), with weights (1
+    /// when unweighted).
+    #[inline]
+    pub fn changed_weighted_in_links(&self) -> impl Iterator<Item = (u32, f64)> + 'a {
+        let changed = self.changed;
+        let weights = self.part.in_weights(self.vertex);
+        self.in_links()
+            .iter()
+            .enumerate()
+            .filter(move |&(_, &u)| changed[u as usize])
+            .map(move |(i, &u)| (u, weights.map_or(1.0, |w| w[i])))
+    }
+
+    /// In-links whose source changed in the previous step (all in step 0).
+    #[inline]
+    pub fn changed_in_links(&self) -> impl Iterator<Item = u32> + 'a {
+        let changed = self.changed;
+        self.in_links().iter().copied().filter(move |&u| changed[u as usize])
+    }
+
+    /// A slot's value.
+    #[inline]
+    pub fn value(&self, slot: u32) -> &'a V {
+        &self.real[slot as usize]
+    }
+
+    /// This vertex's own value.
+    #[inline]
+    pub fn own(&self) -> &'a V {
+        &self.real[self.vertex as usize]
+    }
+}
+
+/// Sums over all workers of what each computed in a step.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Totals {
+    /// Vertices that changed.
+    pub changed: u64,
+    /// Σ over changed vertices of [`Program::delta`].
+    pub delta: f64,
+    /// Σ over vertices without out-links of [`Program::dangling`].
+    pub dangling: f64,
+}
+
+impl Totals {
+    fn add(&mut self, other: &Totals) {
+        self.changed += other.changed;
+        self.delta += other.delta;
+        self.dangling += other.dangling;
+    }
+}
+
+/// A vertex program for the distributed engine: the same model as `kith-analytics`', with
+/// slots for vertex ids and global aggregates summed over workers.
+pub trait Program: Send + 'static {
+    /// A vertex's value; it travels between processes, so it serialises.
+    type Value: Clone + Send + Serialize + DeserializeOwned + 'static;
+
+    /// The name and parameters, compared between processes before a run.
+    fn describe(&self) -> String;
+
+    /// Steps at most.
+    fn max_steps(&self) -> usize;
+
+    /// The value of local slot `v` before step 0.
+    fn init(&self, v: u32, part: &Part) -> Self::Value;
+
+    /// Before each step, with the totals of the previous one (of the initial values before
+    /// step 0): e.g. PageRank's per-slot contributions and dangling mass.
+    fn before_step(&mut self, _step: usize, _part: &Part, _real: &[Self::Value], _t: &Totals) {}
+
+    /// This step's value of `ctx.vertex()`: `Some` when it changed.
+    fn compute(&self, ctx: &Ctx<'_, Self::Value>) -> Option<Self::Value>;
+
+    /// The mass a vertex without out-links contributes to [`Totals::dangling`].
+    fn dangling(&self, _value: &Self::Value) -> f64 {
+        0.0
+    }
+
+    /// How far a changed value moved, summed into [`Totals::delta`].
+    fn delta(&self, _old: &Self::Value, _new: &Self::Value) -> f64 {
+        0.0
+    }
+
+    /// After each step, with its totals: whether to stop (besides when nothing changed).
+    fn stop(&mut self, _step: usize, _totals: &Totals) -> bool {
+        false
+    }
+}
+
+/// What travels between workers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Packet<V> {
+    to: u32,
+    from: u32,
+    body: Body<V>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+enum Body<V> {
+    /// The run's description, compared by every worker.
+    Hello(String),
+    /// Global ids the sender needs from the receiver, in the order it wants them.
+    Subscribe(Vec<u32>),
+    /// Positions in the receiver's subscription to the sender, and their new values.
+    Values(Vec<u32>, Vec<V>),
+    /// The sender's partial aggregates.
+    Totals(Totals),
+    /// To worker 0 at the end: the sender's own values (ascending global id) and step log.
+    Gather(Vec<V>, Vec<WorkerStep>),
+}
+
+/// A timely round: packets in, exchanged by destination, collected once complete everywhere.
+struct Net<V: Program> {
+    input: InputHandle<u64, CapacityContainerBuilder<Vec<Packet<V::Value>>>>,
+    probe: ProbeHandle<u64>,
+    /// Received packets by round: a fast worker's next round can arrive before this
+    /// worker's current one is complete.
+    inbox: Rc<RefCell<BTreeMap<u64, Vec<Packet<V::Value>>>>>,
+    wait_timeout: Duration,
+}
+
+impl<P: Program> Net<P> {
+    fn new(worker: &mut Worker, wait_timeout: Duration) -> Net<P> {
+        let mut input = InputHandle::new();
+        let probe = ProbeHandle::new();
+        let inbox: Rc<RefCell<BTreeMap<u64, Vec<Packet<P::Value>>>>> = Rc::default();
+        let sink = Rc::clone(&inbox);
+        worker.dataflow::<u64, _, _>(|scope| {
+            input
+                .to_stream(scope)
+                .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                    Exchange::new(|p: &Packet<P::Value>| u64::from(p.to)),
+                    "Inbox",
+                    move |_, _| {
+                        move |input, _output| {
+                            input.for_each(|time, data| {
+                                let mut inbox = sink.borrow_mut();
+                                let round = time.least().copied().unwrap_or_default();
+                                inbox.entry(round).or_default().append(data);
+                            });
+                        }
+                    },
+                )
+                .probe_with(&probe);
+        });
+        Net { input, probe, inbox, wait_timeout }
+    }
+
+    /// Sends `packets` and returns what this worker received in the same round.
+    fn round(
+        &mut self,
+        worker: &mut Worker,
+        packets: Vec<Packet<P::Value>>,
+        what: &str,
+    ) -> Result<Vec<Packet<P::Value>>, String> {
+        for p in packets {
+            self.input.send(p);
+        }
+        let now = *self.input.time();
+        self.input.advance_to(now + 1);
+        let start = Instant::now();
+        while self.probe.less_than(self.input.time()) {
+            worker.step_or_park(Some(Duration::from_millis(20)));
+            if start.elapsed() > self.wait_timeout {
+                return Err(format!(
+                    "waited {} s for the other workers in {what}; a process is stuck or \
+                     unreachable (raise --wait-timeout for very unbalanced runs)",
+                    self.wait_timeout.as_secs()
+                ));
+            }
+        }
+        Ok(self.inbox.borrow_mut().remove(&now).unwrap_or_default())
+    }
+}
+
+/// Settings of one worker's run.
+#[derive(Clone, Debug)]
+pub(crate) struct WorkerConfig {
+    pub(crate) mode: ExchangeMode,
+    pub(crate) wait_timeout: Duration,
+    /// Compared between processes: the cluster's shape and the graph.
+    pub(crate) description: String,
+}
+
+/// What worker 0 returns: values by global dense id, and the report.
+#[derive(Debug)]
+pub struct Output<V> {
+    /// Values by global dense id.
+    pub values: Vec<V>,
+    /// Steps, times and traffic.
+    pub report: Report,
+}
+
+/// Runs `program` on this worker. Returns `Some` on worker 0.
+pub(crate) fn run_worker<P: Program>(
+    worker: &mut Worker,
+    shared: &crate::Shared,
+    mut program: P,
+    config: &WorkerConfig,
+) -> Result<Option<Output<P::Value>>, String> {
+    let me = worker.index();
+    let workers = worker.peers();
+    let mut net = Net::<P>::new(worker, config.wait_timeout);
+    let packet = |to: usize, body| Packet { to: to as u32, from: me as u32, body };
+    let others = || (0..workers).filter(move |&w| w != me);
+
+    // Every worker checks that all run the same thing.
+    let mine = format!("{}; {}", config.description, program.describe());
+    let hello = others().map(|w| packet(w, Body::Hello(mine.clone()))).collect();
+    for p in net.round(worker, hello, "the start-up check")? {
+        if let Body::Hello(theirs) = p.body
+            && theirs != mine
+        {
+            return Err(format!(
+                "the processes disagree: worker {} runs [{theirs}] but worker {me} runs [{mine}]",
+                p.from
+            ));
+        }
+    }
+
+    let setup = Instant::now();
+    let graph = shared.take();
+    let (part, subs) = Part::build(&graph, me, workers, config.mode);
+    drop(graph);
+    shared.release();
+    let subscribe = others().map(|w| packet(w, Body::Subscribe(subs.wanted[w].clone()))).collect();
+    let mut publish: Vec<Vec<u32>> = vec![Vec::new(); workers];
+    let mut slot_of_local = std::collections::HashMap::new();
+    for p in net.round(worker, subscribe, "exchanging subscribe lists")? {
+        if let Body::Subscribe(wanted) = p.body {
+            if slot_of_local.is_empty() {
+                slot_of_local =
+                    (0..part.locals() as u32).map(|s| (part.global(s), s)).collect();
+            }
+            publish[p.from as usize] = wanted.iter().map(|g| slot_of_local[g]).collect();
+        }
+    }
+    drop(slot_of_local);
+    let setup_s = setup.elapsed().as_secs_f64();
+
+    let locals = part.locals();
+    let mut real: Vec<P::Value> = (0..locals as u32).map(|v| program.init(v, &part)).collect();
+    // Replicas start as copies of some value; the initial exchange overwrites every one.
+    if let Some(first) = real.first().cloned() {
+        real.resize(part.slots(), first);
+    }
+    let mut shadow = real.clone();
+    let mut changed = vec![true; part.slots()];
+    let mut next = vec![false; locals];
+    let mut log: Vec<WorkerStep> = Vec::new();
+
+    // The initial values, as if every vertex had just changed.
+    let t = Instant::now();
+    let partial = partials(&program, &part, &real, &shadow, &changed);
+    let (packets, messages, bytes) = outgoing(me, &publish, &real, &changed, partial, workers);
+    let received = net.round(worker, packets, "the initial exchange")?;
+    let mut totals = apply(received, &subs.slots, &mut real, &mut changed, locals, partial, me);
+    log.push(WorkerStep {
+        compute_s: 0.0,
+        exchange_s: t.elapsed().as_secs_f64(),
+        messages,
+        bytes,
+    });
+
+    let mut steps = 0;
+    let mut changed_per_step = Vec::new();
+    for step in 0..program.max_steps() {
+        let t = Instant::now();
+        program.before_step(step, &part, &real, &totals);
+        for v in 0..locals {
+            let ctx = Ctx { vertex: v as u32, step, part: &part, real: &real, changed: &changed };
+            match program.compute(&ctx) {
+                Some(value) => {
+                    shadow[v] = value;
+                    next[v] = true;
+                }
+                None => next[v] = false,
+            }
+        }
+        for v in 0..locals {
+            if next[v] {
+                std::mem::swap(&mut real[v], &mut shadow[v]);
+            }
+        }
+        changed[..locals].copy_from_slice(&next);
+        changed[locals..].fill(false);
+        let partial = partials(&program, &part, &real, &shadow, &changed);
+        let compute_s = t.elapsed().as_secs_f64();
+
+        let t = Instant::now();
+        let (packets, messages, bytes) =
+            outgoing(me, &publish, &real, &changed, partial, workers);
+        let received = net.round(worker, packets, &format!("step {step}"))?;
+        totals = apply(received, &subs.slots, &mut real, &mut changed, locals, partial, me);
+        log.push(WorkerStep { compute_s, exchange_s: t.elapsed().as_secs_f64(), messages, bytes });
+        steps = step + 1;
+        changed_per_step.push(totals.changed);
+        if totals.changed == 0 || program.stop(step, &totals) {
+            break;
+        }
+    }
+
+    // Worker 0 gathers every worker's values and log.
+    real.truncate(locals);
+    let gather = vec![packet(0, Body::Gather(real, log))];
+    let received = net.round(worker, gather, "gathering the results")?;
+    if me != 0 {
+        return Ok(None);
+    }
+    let mut by_worker: Vec<Option<(Vec<P::Value>, Vec<WorkerStep>)>> = vec![None; workers];
+    for p in received {
+        if let Body::Gather(values, log) = p.body {
+            by_worker[p.from as usize] = Some((values, log));
+        }
+    }
+    let mut parts: Vec<(std::vec::IntoIter<P::Value>, Vec<WorkerStep>)> = by_worker
+        .into_iter()
+        .enumerate()
+        .map(|(w, x)| {
+            let (values, log) = x.ok_or_else(|| format!("no results from worker {w}"))?;
+            Ok((values.into_iter(), log))
+        })
+        .collect::<Result<_, String>>()?;
+    let mut values = Vec::with_capacity(part.num_global());
+    for v in 0..part.num_global() as u32 {
+        let w = owner(v, workers);
+        values.push(parts[w].0.next().ok_or_else(|| format!("worker {w} sent too few values"))?);
+    }
+    let logs: Vec<Vec<WorkerStep>> = parts.into_iter().map(|p| p.1).collect();
+    let report = Report::new(workers, steps, changed_per_step, setup_s, &logs);
+    Ok(Some(Output { values, report }))
+}
+
+/// This worker's contribution to the step's totals.
+fn partials<P: Program>(
+    program: &P,
+    part: &Part,
+    real: &[P::Value],
+    previous: &[P::Value],
+    changed: &[bool],
+) -> Totals {
+    let mut t = Totals::default();
+    for v in 0..part.locals() {
+        if changed[v] {
+            t.changed += 1;
+            t.delta += program.delta(&previous[v], &real[v]);
+        }
+        if part.out_degree(v as u32) == 0 {
+            t.dangling += program.dangling(&real[v]);
+        }
+    }
+    t
+}
+
+/// The packets of a round: changed published values to each subscriber, and this worker's
+/// totals to every other worker. Returns them with the value messages and their serialised
+/// bytes.
+fn outgoing<V: Clone + Serialize>(
+    me: usize,
+    publish: &[Vec<u32>],
+    real: &[V],
+    changed: &[bool],
+    partial: Totals,
+    workers: usize,
+) -> (Vec<Packet<V>>, u64, u64) {
+    let (mut messages, mut bytes) = (0u64, 0u64);
+    let mut packets = Vec::with_capacity(2 * workers);
+    for (w, list) in publish.iter().enumerate() {
+        if w == me {
+            continue;
+        }
+        let (mut positions, mut values) = (Vec::new(), Vec::new());
+        for (position, &slot) in list.iter().enumerate() {
+            if changed[slot as usize] {
+                positions.push(position as u32);
+                values.push(real[slot as usize].clone());
+            }
+        }
+        if !positions.is_empty() {
+            messages += positions.len() as u64;
+            let p = Packet { to: w as u32, from: me as u32, body: Body::Values(positions, values) };
+            bytes += bincode::serialized_size(&p).expect("values serialise");
+            packets.push(p);
+        }
+        packets.push(Packet { to: w as u32, from: me as u32, body: Body::Totals(partial) });
+    }
+    (packets, messages, bytes)
+}
+
+/// Writes received values into their slots (marking them changed) and sums the totals in
+/// worker order, so that every worker gets the same sums.
+fn apply<V>(
+    received: Vec<Packet<V>>,
+    slots: &[Vec<u32>],
+    real: &mut [V],
+    changed: &mut [bool],
+    locals: usize,
+    own: Totals,
+    me: usize,
+) -> Totals {
+    let mut partial = vec![Totals::default(); slots.len()];
+    partial[me] = own;
+    for p in received {
+        match p.body {
+            Body::Values(positions, values) => {
+                let map = &slots[p.from as usize];
+                for (position, value) in positions.into_iter().zip(values) {
+                    let slot = map[position as usize] as usize;
+                    debug_assert!(slot >= locals);
+                    real[slot] = value;
+                    changed[slot] = true;
+                }
+            }
+            Body::Totals(t) => partial[p.from as usize] = t,
+            Body::Hello(_) | Body::Subscribe(_) | Body::Gather(..) => {}
+        }
+    }
+    let mut totals = Totals::default();
+    for t in &partial {
+        totals.add(t);
+    }
+    totals
+}
