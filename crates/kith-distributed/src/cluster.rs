@@ -88,7 +88,9 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
         if let Some((addr, first)) = seen.iter().find(|(a, _)| resolved.contains(a)) {
             return Err(bad(
                 i + 1,
-                format!("{line} is {addr}, the address of line {first}; each process needs its own"),
+                format!(
+                    "{line} is {addr}, the address of line {first}; each process needs its own"
+                ),
             ));
         }
         seen.extend(resolved.into_iter().map(|a| (a, i + 1)));
@@ -132,12 +134,20 @@ fn install_panic_hook(process: usize, processes: usize) {
                 .unwrap_or_else(|| "unknown panic".into());
             if message.contains("timely communication error") {
                 eprintln!(
-                    "kith: process {process} of {processes}: lost a connection to another \
+                    "kith: error: process {process} of {processes}: lost a connection to another \
                      process ({message}); it exited or was killed, so this run stops"
                 );
             } else {
                 let at = info.location().map(|l| format!(" at {l}")).unwrap_or_default();
-                eprintln!("kith: process {process} of {processes}: a worker failed: {message}{at}");
+                let hint = if at.contains("timely_communication") {
+                    "; this happens when the processes were started with different --threads \
+                     or different hostfiles: every process needs the same"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "kith: error: process {process} of {processes}: a worker failed: {message}{at}{hint}"
+                );
             }
             std::process::exit(3);
         }));
@@ -264,10 +274,8 @@ where
         }
     };
     let config = timely::Config { communication, worker: timely::WorkerConfig::default() };
-    let formation = Arc::new(Mutex::new(Formation {
-        last_error: vec![None; processes],
-        ..Default::default()
-    }));
+    let formation =
+        Arc::new(Mutex::new(Formation { last_error: vec![None; processes], ..Default::default() }));
     let formed = Arc::new(AtomicBool::new(false));
     let captured = if processes > 1 {
         install_panic_hook(cluster.process, processes);
@@ -280,7 +288,7 @@ where
                 if start.elapsed() > limit {
                     let missing = watched.0.lock().expect("formation lock").missing(me, &addresses);
                     eprintln!(
-                        "kith: process {me} of {}: the cluster did not form within {} s: {missing}",
+                        "kith: error: process {me} of {}: the cluster did not form within {} s: {missing}",
                         addresses.len(),
                         limit.as_secs()
                     );
@@ -340,7 +348,9 @@ mod tests {
         let addresses: Vec<String> = (0..4).map(|i| format!("127.0.0.1:{}", 2100 + i)).collect();
         let mut f = Formation { last_error: vec![None; 4], ..Default::default() };
         f.read("worker 2:\tconnection to worker 0");
-        f.read("worker 2:\terror connecting to worker 1: Connection refused (os error 111); retrying");
+        f.read(
+            "worker 2:\terror connecting to worker 1: Connection refused (os error 111); retrying",
+        );
         let missing = f.missing(2, &addresses);
         assert_eq!(
             missing,

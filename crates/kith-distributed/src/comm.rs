@@ -65,12 +65,18 @@ impl CommModel {
         let n = graph.num_nodes() as VertexId;
         let out: Vec<u32> = (0..n).map(|v| graph.neighbors(v).len() as u32).collect();
         if !graph.is_directed() {
-            return CommModel { undirected: true, incoming: out.clone(), neighbours: out.clone(), out };
+            return CommModel {
+                undirected: true,
+                incoming: out.clone(),
+                neighbours: out.clone(),
+                out,
+            };
         }
         let incoming = (0..n).map(|v| graph.in_neighbors(v).len() as u32).collect();
         let neighbours = (0..n)
             .map(|v| {
-                let common = kith_graph::intersection_size(graph.neighbors(v), graph.in_neighbors(v));
+                let common =
+                    kith_graph::intersection_size(graph.neighbors(v), graph.in_neighbors(v));
                 (graph.neighbors(v).len() + graph.in_neighbors(v).len() - common) as u32
             })
             .collect();
@@ -92,7 +98,11 @@ pub fn overhead(model: &CommModel, servers: usize) -> Overhead {
     let mut load = vec![0u64; servers];
     for v in 0..n {
         let o = f64::from(model.out[v]);
-        let e = if model.undirected { o } else { f64::from(model.out[v]) + f64::from(model.incoming[v]) };
+        let e = if model.undirected {
+            o
+        } else {
+            f64::from(model.out[v]) + f64::from(model.incoming[v])
+        };
         pregel += o * (nf - 1.0) / nf;
         graphlab += spread(f64::from(model.neighbours[v]));
         powergraph += 2.0 * (nf * (1.0 - q.powf(e)) - 1.0).max(0.0);

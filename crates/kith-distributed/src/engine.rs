@@ -170,13 +170,16 @@ enum Body<V> {
     Gather(Vec<V>, Vec<WorkerStep>),
 }
 
+/// Received packets by round.
+type Inbox<V> = Rc<RefCell<BTreeMap<u64, Vec<Packet<V>>>>>;
+
 /// A timely round: packets in, exchanged by destination, collected once complete everywhere.
 struct Net<V: Program> {
     input: InputHandle<u64, CapacityContainerBuilder<Vec<Packet<V::Value>>>>,
     probe: ProbeHandle<u64>,
     /// Received packets by round: a fast worker's next round can arrive before this
     /// worker's current one is complete.
-    inbox: Rc<RefCell<BTreeMap<u64, Vec<Packet<V::Value>>>>>,
+    inbox: Inbox<V::Value>,
     wait_timeout: Duration,
 }
 
@@ -184,7 +187,7 @@ impl<P: Program> Net<P> {
     fn new(worker: &mut Worker, wait_timeout: Duration) -> Net<P> {
         let mut input = InputHandle::new();
         let probe = ProbeHandle::new();
-        let inbox: Rc<RefCell<BTreeMap<u64, Vec<Packet<P::Value>>>>> = Rc::default();
+        let inbox: Inbox<P::Value> = Rc::default();
         let sink = Rc::clone(&inbox);
         worker.dataflow::<u64, _, _>(|scope| {
             input
@@ -250,6 +253,8 @@ pub struct Output<V> {
     pub values: Vec<V>,
     /// Steps, times and traffic.
     pub report: Report,
+    /// The totals of the last step (e.g. PageRank's L1 change in `delta`).
+    pub last: Totals,
 }
 
 /// Runs `program` on this worker. Returns `Some` on worker 0.
@@ -290,8 +295,7 @@ pub(crate) fn run_worker<P: Program>(
     for p in net.round(worker, subscribe, "exchanging subscribe lists")? {
         if let Body::Subscribe(wanted) = p.body {
             if slot_of_local.is_empty() {
-                slot_of_local =
-                    (0..part.locals() as u32).map(|s| (part.global(s), s)).collect();
+                slot_of_local = (0..part.locals() as u32).map(|s| (part.global(s), s)).collect();
             }
             publish[p.from as usize] = wanted.iter().map(|g| slot_of_local[g]).collect();
         }
@@ -316,13 +320,9 @@ pub(crate) fn run_worker<P: Program>(
     let (packets, messages, bytes) = outgoing(me, &publish, &real, &changed, partial, workers);
     let received = net.round(worker, packets, "the initial exchange")?;
     let mut totals = apply(received, &subs.slots, &mut real, &mut changed, locals, partial, me);
-    log.push(WorkerStep {
-        compute_s: 0.0,
-        exchange_s: t.elapsed().as_secs_f64(),
-        messages,
-        bytes,
-    });
+    log.push(WorkerStep { compute_s: 0.0, exchange_s: t.elapsed().as_secs_f64(), messages, bytes });
 
+    let no_changes = vec![false; part.slots()];
     let mut steps = 0;
     let mut changed_per_step = Vec::new();
     for step in 0..program.max_steps() {
@@ -349,8 +349,10 @@ pub(crate) fn run_worker<P: Program>(
         let compute_s = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let (packets, messages, bytes) =
-            outgoing(me, &publish, &real, &changed, partial, workers);
+        // After the last step nobody reads the values again: only the totals travel.
+        let last = step + 1 == program.max_steps();
+        let sent = if last { &no_changes[..] } else { &changed[..] };
+        let (packets, messages, bytes) = outgoing(me, &publish, &real, sent, partial, workers);
         let received = net.round(worker, packets, &format!("step {step}"))?;
         totals = apply(received, &subs.slots, &mut real, &mut changed, locals, partial, me);
         log.push(WorkerStep { compute_s, exchange_s: t.elapsed().as_secs_f64(), messages, bytes });
@@ -368,28 +370,22 @@ pub(crate) fn run_worker<P: Program>(
     if me != 0 {
         return Ok(None);
     }
-    let mut by_worker: Vec<Option<(Vec<P::Value>, Vec<WorkerStep>)>> = vec![None; workers];
+    let mut gathered: Vec<Option<std::vec::IntoIter<P::Value>>> = vec![None; workers];
+    let mut logs: Vec<Vec<WorkerStep>> = vec![Vec::new(); workers];
     for p in received {
         if let Body::Gather(values, log) = p.body {
-            by_worker[p.from as usize] = Some((values, log));
+            gathered[p.from as usize] = Some(values.into_iter());
+            logs[p.from as usize] = log;
         }
     }
-    let mut parts: Vec<(std::vec::IntoIter<P::Value>, Vec<WorkerStep>)> = by_worker
-        .into_iter()
-        .enumerate()
-        .map(|(w, x)| {
-            let (values, log) = x.ok_or_else(|| format!("no results from worker {w}"))?;
-            Ok((values.into_iter(), log))
-        })
-        .collect::<Result<_, String>>()?;
     let mut values = Vec::with_capacity(part.num_global());
     for v in 0..part.num_global() as u32 {
         let w = owner(v, workers);
-        values.push(parts[w].0.next().ok_or_else(|| format!("worker {w} sent too few values"))?);
+        let next = gathered[w].as_mut().and_then(Iterator::next);
+        values.push(next.ok_or_else(|| format!("worker {w} sent too few values"))?);
     }
-    let logs: Vec<Vec<WorkerStep>> = parts.into_iter().map(|p| p.1).collect();
     let report = Report::new(workers, steps, changed_per_step, setup_s, &logs);
-    Ok(Some(Output { values, report }))
+    Ok(Some(Output { values, report, last: totals }))
 }
 
 /// This worker's contribution to the step's totals.

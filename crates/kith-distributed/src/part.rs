@@ -76,10 +76,8 @@ impl Part {
             slot_of[g as usize] = slot as u32;
         }
         let locals = globals.len();
-        let mut subs = Subscriptions {
-            wanted: vec![Vec::new(); workers],
-            slots: vec![Vec::new(); workers],
-        };
+        let mut subs =
+            Subscriptions { wanted: vec![Vec::new(); workers], slots: vec![Vec::new(); workers] };
         let mut offsets = Vec::with_capacity(locals + 1);
         offsets.push(0u64);
         let mut sources = Vec::new();
@@ -107,8 +105,7 @@ impl Part {
             offsets.push(sources.len() as u64);
         }
         let out_degree = globals.iter().map(|&g| graph.out_degree(g)).collect();
-        let part =
-            Part { locals, globals, offsets, sources, weights, out_degree, num_global: n };
+        let part = Part { locals, globals, offsets, sources, weights, out_degree, num_global: n };
         (part, subs)
     }
 
@@ -133,14 +130,14 @@ impl Part {
     /// The in-links of a local slot, as slots, in ascending global id.
     #[inline]
     pub fn in_links(&self, slot: u32) -> &[u32] {
-        &self.sources[self.offsets[slot as usize] as usize..self.offsets[slot as usize + 1] as usize]
+        &self.sources
+            [self.offsets[slot as usize] as usize..self.offsets[slot as usize + 1] as usize]
     }
 
     /// The weights of a local slot's in-links (`None` when unweighted).
     #[inline]
     pub fn in_weights(&self, slot: u32) -> Option<&[f64]> {
-        let range =
-            self.offsets[slot as usize] as usize..self.offsets[slot as usize + 1] as usize;
+        let range = self.offsets[slot as usize] as usize..self.offsets[slot as usize + 1] as usize;
         self.weights.as_ref().map(|w| &w[range])
     }
 

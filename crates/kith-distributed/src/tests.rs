@@ -44,14 +44,21 @@ fn programs_equal_the_single_machine_engine() {
     for (directed, seed) in [(false, 1), (true, 2)] {
         let g = random_graph(2000, 7000, directed, seed);
         let ig = Arc::new(InGraph::new(&g));
-        for (threads, mode) in [(1, ExchangeMode::FetchOnce), (3, ExchangeMode::FetchOnce), (4, ExchangeMode::PerEdge)] {
+        for (threads, mode) in
+            [(1, ExchangeMode::FetchOnce), (3, ExchangeMode::FetchOnce), (4, ExchangeMode::PerEdge)]
+        {
             let c = cluster(threads, mode);
             for formulation in [Formulation::LfGraph, Formulation::Normalized] {
                 let config = PageRankConfig { formulation, iterations: 12, ..Default::default() };
                 let (want, stats, _) = kith_analytics::pagerank(&ig, config);
                 let got = go(&ig, PageRank::new(config, ig.num_vertices()), &c);
                 assert_eq!(got.report.steps, stats.steps);
-                let worst = got.values.iter().zip(&want).map(|(a, b)| (a - b).abs() / b).fold(0.0, f64::max);
+                let worst = got
+                    .values
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs() / b)
+                    .fold(0.0, f64::max);
                 assert!(worst < 1e-12, "{formulation:?} {threads} threads: relative error {worst}");
                 if formulation == Formulation::LfGraph {
                     // No global sums: the same additions in the same order.
@@ -62,7 +69,8 @@ fn programs_equal_the_single_machine_engine() {
             let got = go(&ig, Hops { source: 5 }, &c);
             assert_eq!(got.values, hops);
             assert_eq!(got.report.steps, stats.steps);
-            let w: Vec<f64> = (0..ig.num_in_links()).map(|i| ((i * 37) % 11) as f64 * 0.5).collect();
+            let w: Vec<f64> =
+                (0..ig.num_in_links()).map(|i| ((i * 37) % 11) as f64 * 0.5).collect();
             let weighted = Arc::new((*ig).clone().with_weights(w));
             let (dist, _) = kith_analytics::sssp_weighted(&weighted, 5).unwrap();
             assert_eq!(go(&weighted, Distances { source: 5 }, &c).values, dist);
@@ -94,9 +102,15 @@ fn fetch_once_sends_each_value_once_per_subscribing_worker() {
             }
         }
     }
-    let config = PageRankConfig { formulation: Formulation::LfGraph, iterations: 1, ..Default::default() };
-    let once = go(&ig, PageRank::new(config, ig.num_vertices()), &cluster(workers, ExchangeMode::FetchOnce));
-    let each = go(&ig, PageRank::new(config, ig.num_vertices()), &cluster(workers, ExchangeMode::PerEdge));
+    let config =
+        PageRankConfig { formulation: Formulation::LfGraph, iterations: 1, ..Default::default() };
+    let once = go(
+        &ig,
+        PageRank::new(config, ig.num_vertices()),
+        &cluster(workers, ExchangeMode::FetchOnce),
+    );
+    let each =
+        go(&ig, PageRank::new(config, ig.num_vertices()), &cluster(workers, ExchangeMode::PerEdge));
     // The initial exchange and one step, in which every value changed.
     assert_eq!(once.report.exchange.messages, 2 * pairs.len() as u64);
     assert_eq!(each.report.exchange.messages, 2 * edges);

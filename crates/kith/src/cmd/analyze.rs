@@ -2,6 +2,7 @@
 //! counting), with optional sequential verification.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail, ensure};
@@ -9,6 +10,7 @@ use clap::{Args, Subcommand};
 use kith_analytics::{Formulation, InGraph, PageRankConfig, UNREACHABLE};
 use serde_json::{Value, json};
 
+use super::analyze_dist::{self as dist, DistArgs};
 use super::graph::GraphInput;
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +56,8 @@ pub(crate) struct CommonArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    dist: DistArgs,
 }
 
 #[derive(Debug, Args)]
@@ -151,9 +155,28 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
         AnalyzeCommand::MutualFriends(a) => &a.common,
         AnalyzeCommand::Clustering(a) | AnalyzeCommand::Kcore(a) => a,
     };
+    if common.dist.is_distributed() {
+        match &command {
+            AnalyzeCommand::Clustering(_) => dist::unsupported("clustering")?,
+            AnalyzeCommand::Kcore(_) => dist::unsupported("kcore")?,
+            AnalyzeCommand::Cc(a) if a.method == "union-find" => {
+                dist::unsupported("cc --method union-find")?;
+            }
+            _ => {}
+        }
+    }
+    if common.dist.is_launcher() {
+        return dist::launch(common.dist.processes.unwrap_or(1));
+    }
+    let cluster = if common.dist.is_distributed() {
+        // One worker thread per process unless told otherwise: local clusters share cores.
+        Some(common.dist.member(thread_count(Some(common.threads.unwrap_or(1)))?)?)
+    } else {
+        None
+    };
     let threads = thread_count(common.threads)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-    pool.install(|| analyze(&command, common, threads))
+    pool.install(|| analyze(&command, common, threads, cluster.as_ref()))
 }
 
 fn command_name(command: &AnalyzeCommand) -> &'static str {
@@ -169,7 +192,12 @@ fn command_name(command: &AnalyzeCommand) -> &'static str {
     }
 }
 
-fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Result<()> {
+fn analyze(
+    command: &AnalyzeCommand,
+    common: &CommonArgs,
+    threads: usize,
+    cluster: Option<&kith_distributed::Cluster>,
+) -> Result<()> {
     let graph = match command {
         AnalyzeCommand::Cc(_)
         | AnalyzeCommand::Triangles(_)
@@ -184,6 +212,9 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         graph.num_nodes(),
         graph.num_edges()
     ));
+    if cluster.is_some_and(|c| c.process != 0) {
+        busy.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
     let start = Instant::now();
     let mut ig = InGraph::new(&graph);
     let mut position: Option<Vec<u32>> = None;
@@ -197,8 +228,10 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         order_s = json!({"read_layout_s": read_s, "relabel_s": t.elapsed().as_secs_f64()});
         position = Some(layout.positions().to_vec());
     }
+    let ig = Arc::new(ig);
     let prepare_s = start.elapsed().as_secs_f64();
     let ids = ig.original_ids().to_vec();
+    let mut dist_report: Option<kith_distributed::Report> = None;
     let mut header = "uid,value";
     let (name, summary, per_user, verified, steps): (
         &str,
@@ -225,11 +258,28 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                 iterations: a.iterations,
                 tolerance: a.tolerance,
             };
-            let (pr, stats, delta) = kith_analytics::pagerank(&ig, config);
+            let (pr, steps, compute_s, delta) = match cluster {
+                None => {
+                    let (pr, stats, delta) = kith_analytics::pagerank(&ig, config);
+                    (pr, stats.steps, stats.compute_s, delta)
+                }
+                Some(c) => {
+                    let program = kith_distributed::PageRank::new(config, ig.num_vertices());
+                    let Some(out) = dist::run(&ig, program, c)? else { return Ok(()) };
+                    let r = dist_report.insert(out.report);
+                    (out.values, r.steps, r.compute_s, out.last.delta)
+                }
+            };
             let verified = common.verify.then(|| {
-                let want = kith_analytics::pagerank_sequential(&ig, config, stats.steps);
-                pr.iter().zip(&want).map(|(x, y)| (x - y).abs()).sum::<f64>()
-                    < 1e-9 * pr.len().max(1) as f64
+                if cluster.is_some() {
+                    // Equal to the single-machine engine, up to the order of global sums.
+                    let (want, _, _) = kith_analytics::pagerank(&ig, config);
+                    pr.iter().zip(&want).all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs())
+                } else {
+                    let want = kith_analytics::pagerank_sequential(&ig, config, steps);
+                    pr.iter().zip(&want).map(|(x, y)| (x - y).abs()).sum::<f64>()
+                        < 1e-9 * pr.len().max(1) as f64
+                }
             });
             let mut order: Vec<usize> = (0..pr.len()).collect();
             order.sort_by(|&x, &y| pr[y].total_cmp(&pr[x]).then(x.cmp(&y)));
@@ -238,11 +288,11 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
             let rows = pr.iter().enumerate().map(|(v, r)| format!("{},{r}", ids[v])).collect();
             (
                 "pagerank",
-                json!({"top": top, "iterations": stats.steps, "last_delta": delta, "formulation": a.formulation,
-                       "edges_per_s": (ig.num_in_links() * stats.steps) as f64 / stats.compute_s.max(1e-12)}),
+                json!({"top": top, "iterations": steps, "last_delta": delta, "formulation": a.formulation,
+                       "edges_per_s": (ig.num_in_links() * steps) as f64 / compute_s.max(1e-12)}),
                 rows,
                 verified,
-                Some(stats.steps),
+                Some(steps),
             )
         }
         AnalyzeCommand::Sssp(a) => {
@@ -253,7 +303,18 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
             if let Some(path) = &a.weights {
                 let (weighted, read) =
                     kith_analytics::read_weights(&ig, graph.is_directed(), path)?;
-                let (dist, stats) = kith_analytics::sssp_weighted(&weighted, source)?;
+                let weighted = Arc::new(weighted);
+                let (dist, steps) = match cluster {
+                    None => {
+                        let (dist, stats) = kith_analytics::sssp_weighted(&weighted, source)?;
+                        (dist, stats.steps)
+                    }
+                    Some(c) => {
+                        let program = kith_distributed::Distances { source };
+                        let Some(out) = dist::run(&weighted, program, c)? else { return Ok(()) };
+                        (out.values, dist_report.insert(out.report).steps)
+                    }
+                };
                 let verified = common.verify.then(|| {
                     kith_analytics::sssp_weighted_sequential(&weighted, source)
                         .is_ok_and(|want| want == dist)
@@ -273,10 +334,20 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                            "links_weighted": read.weighted_links, "links_default_1": read.default_links}),
                     rows,
                     verified,
-                    Some(stats.steps),
+                    Some(steps),
                 )
             } else {
-                let (dist, stats) = kith_analytics::sssp(&ig, source);
+                let (dist, steps) = match cluster {
+                    None => {
+                        let (dist, stats) = kith_analytics::sssp(&ig, source);
+                        (dist, stats.steps)
+                    }
+                    Some(c) => {
+                        let program = kith_distributed::Hops { source };
+                        let Some(out) = dist::run(&ig, program, c)? else { return Ok(()) };
+                        (out.values, dist_report.insert(out.report).steps)
+                    }
+                };
                 let verified =
                     common.verify.then(|| dist == kith_analytics::sssp_sequential(&ig, source));
                 let reachable = dist.iter().filter(|&&d| d != UNREACHABLE).count();
@@ -292,12 +363,17 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                     json!({"source": a.source, "reachable": reachable, "max_distance": max, "weighted": false}),
                     rows,
                     verified,
-                    Some(stats.steps),
+                    Some(steps),
                 )
             }
         }
         AnalyzeCommand::Cc(a) => {
-            let (labels, steps) = if a.method == "union-find" {
+            let (labels, steps) = if let Some(c) = cluster {
+                let Some(out) = dist::run(&ig, kith_distributed::MinLabel, c)? else {
+                    return Ok(());
+                };
+                (out.values, Some(dist_report.insert(out.report).steps))
+            } else if a.method == "union-find" {
                 (kith_analytics::components_union_find(&ig), None)
             } else {
                 let (l, s) = kith_analytics::components_label_propagation(&ig);
@@ -347,7 +423,14 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         }
         AnalyzeCommand::Mr(_) => unreachable!("mr jobs are run by analyze_mr"),
         AnalyzeCommand::Triangles(a) => {
-            let (per, total, steps) = if a.method == "lists" {
+            let (per, total, steps) = if let Some(c) = cluster {
+                let Some(out) = dist::run(&ig, kith_distributed::TriangleLists, c)? else {
+                    return Ok(());
+                };
+                let per = kith_distributed::triangle_counts(&out.values);
+                let total = per.iter().sum::<u64>() / 3;
+                (per, total, Some(dist_report.insert(out.report).steps))
+            } else if a.method == "lists" {
                 let (per, stats) = kith_analytics::triangles_vertex_program(&ig);
                 let total = per.iter().sum::<u64>() / 3;
                 (per, total, Some(stats.steps))
@@ -357,7 +440,8 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
             };
             let verified = common.verify.then(|| per == kith_analytics::triangles_sequential(&ig));
             let rows = per.iter().enumerate().map(|(v, t)| format!("{},{t}", ids[v])).collect();
-            ("triangles", json!({"triangles": total, "method": a.method}), rows, verified, steps)
+            let method = if cluster.is_some() { "lists" } else { a.method.as_str() };
+            ("triangles", json!({"triangles": total, "method": method}), rows, verified, steps)
         }
         AnalyzeCommand::MutualFriends(a) => {
             let user = a
@@ -369,7 +453,19 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                         .map(|v| position.as_ref().map_or(v, |p| p[v as usize]))
                 })
                 .transpose()?;
-            let (mf, stats) = kith_analytics::mutual_friends(&ig);
+            let (mf, steps) = match cluster {
+                None => {
+                    let (mf, stats) = kith_analytics::mutual_friends(&ig);
+                    (mf, stats.steps)
+                }
+                Some(c) => {
+                    let Some(out) = dist::run(&ig, kith_distributed::MutualLists, c)? else {
+                        return Ok(());
+                    };
+                    let mf = kith_distributed::mutual_friends(&out.values);
+                    (mf, dist_report.insert(out.report).steps)
+                }
+            };
             let suggestions = user.map(|v| kith_analytics::people_you_may_know(&ig, v, a.top));
             let verified = common.verify.then(|| {
                 mf == kith_analytics::mutual_friends_sequential(&ig)
@@ -413,7 +509,7 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
                 summary,
                 rows.into_iter().map(|r| r.2).collect(),
                 verified,
-                Some(stats.steps),
+                Some(steps),
             )
         }
     };
@@ -433,6 +529,12 @@ fn analyze(command: &AnalyzeCommand, common: &CommonArgs, threads: usize) -> Res
         "prepare_s": prepare_s, "ordering": order_s});
     if let Some(v) = verified {
         report["verified"] = json!(v);
+    }
+    if let (Some(c), Some(r)) = (cluster, &dist_report) {
+        for (k, v) in dist::report_json(c, r, &graph).as_object().expect("an object") {
+            report[k] = v.clone();
+        }
+        report["threads"] = json!(c.threads);
     }
     for (k, v) in summary.as_object().expect("summary is an object") {
         report[k] = v.clone();
