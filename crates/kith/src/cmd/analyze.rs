@@ -34,6 +34,9 @@ pub(crate) enum AnalyzeCommand {
     /// with per-phase times, an I/O profile and a storage recommendation.
     #[command(subcommand)]
     Mr(super::analyze_mr::MrJob),
+    /// LFGraph's communication model: values sent per vertex per iteration under Pregel,
+    /// GraphLab, PowerGraph and LFGraph, and computation balance, for 2…256 servers.
+    CommOverhead(super::analyze_comm::CommArgs),
 }
 
 #[derive(Debug, Args)]
@@ -146,8 +149,11 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
     if let AnalyzeCommand::Mr(job) = command {
         return super::analyze_mr::run(job);
     }
+    if let AnalyzeCommand::CommOverhead(args) = &command {
+        return super::analyze_comm::run(args);
+    }
     let common = match &command {
-        AnalyzeCommand::Mr(_) => unreachable!("handled above"),
+        AnalyzeCommand::Mr(_) | AnalyzeCommand::CommOverhead(_) => unreachable!("handled above"),
         AnalyzeCommand::Pagerank(a) => &a.common,
         AnalyzeCommand::Sssp(a) => &a.common,
         AnalyzeCommand::Cc(a) => &a.common,
@@ -189,6 +195,7 @@ fn command_name(command: &AnalyzeCommand) -> &'static str {
         AnalyzeCommand::Clustering(_) => "clustering",
         AnalyzeCommand::Kcore(_) => "kcore",
         AnalyzeCommand::Mr(_) => "mr",
+        AnalyzeCommand::CommOverhead(_) => "comm-overhead",
     }
 }
 
@@ -421,7 +428,9 @@ fn analyze(
                 Some(stats.steps),
             )
         }
-        AnalyzeCommand::Mr(_) => unreachable!("mr jobs are run by analyze_mr"),
+        AnalyzeCommand::Mr(_) | AnalyzeCommand::CommOverhead(_) => {
+            unreachable!("run by their own modules")
+        }
         AnalyzeCommand::Triangles(a) => {
             let (per, total, steps) = if let Some(c) = cluster {
                 let Some(out) = dist::run(&ig, kith_distributed::TriangleLists, c)? else {

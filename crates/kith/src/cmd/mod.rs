@@ -1,6 +1,7 @@
 //! One module per top-level subcommand.
 
 pub(crate) mod analyze;
+pub(crate) mod analyze_comm;
 pub(crate) mod analyze_dist;
 pub(crate) mod analyze_mr;
 pub(crate) mod bench;
