@@ -315,6 +315,7 @@ pub(crate) fn run_worker<P: Program>(
     let mut log: Vec<WorkerStep> = Vec::new();
 
     // The initial values, as if every vertex had just changed.
+    let steps_start = Instant::now();
     let t = Instant::now();
     let partial = partials(&program, &part, &real, &shadow, &changed);
     let (packets, messages, bytes) = outgoing(me, &publish, &real, &changed, partial, workers);
@@ -363,6 +364,7 @@ pub(crate) fn run_worker<P: Program>(
         }
     }
 
+    let steps_s = steps_start.elapsed().as_secs_f64();
     // Worker 0 gathers every worker's values and log.
     real.truncate(locals);
     let gather = vec![packet(0, Body::Gather(real, log))];
@@ -384,7 +386,7 @@ pub(crate) fn run_worker<P: Program>(
         let next = gathered[w].as_mut().and_then(Iterator::next);
         values.push(next.ok_or_else(|| format!("worker {w} sent too few values"))?);
     }
-    let report = Report::new(workers, steps, changed_per_step, setup_s, &logs);
+    let report = Report::new(workers, steps, changed_per_step, (setup_s, steps_s), &logs);
     Ok(Some(Output { values, report, last: totals }))
 }
 

@@ -77,6 +77,9 @@ pub struct Report {
     pub steps: usize,
     /// Seconds building worker 0's part and exchanging subscribe lists.
     pub setup_s: f64,
+    /// Wall seconds of the initial exchange and the steps on worker 0 (every round ends
+    /// when it is complete everywhere, so this is the run's).
+    pub steps_s: f64,
     /// Seconds computing, summed over steps, of the slowest worker in each.
     pub compute_s: f64,
     /// Seconds exchanging, summed over steps (the slowest worker in each).
@@ -92,7 +95,7 @@ impl Report {
         workers: usize,
         steps: usize,
         changed: Vec<u64>,
-        setup_s: f64,
+        (setup_s, steps_s): (f64, f64),
         logs: &[Vec<WorkerStep>],
     ) -> Report {
         let rounds = logs.iter().map(Vec::len).min().unwrap_or(0);
@@ -120,6 +123,7 @@ impl Report {
             workers,
             steps,
             setup_s,
+            steps_s,
             compute_s: per_step.iter().map(|s| s.compute_s.max).sum(),
             exchange_s: per_step.iter().map(|s| s.exchange_s.max).sum(),
             exchange,

@@ -265,16 +265,18 @@ fn analyze(
                 iterations: a.iterations,
                 tolerance: a.tolerance,
             };
-            let (pr, steps, compute_s, delta) = match cluster {
+            // `run_s`: the steps' wall time (compute and exchange phases).
+            let (pr, steps, compute_s, run_s, delta) = match cluster {
                 None => {
                     let (pr, stats, delta) = kith_analytics::pagerank(&ig, config);
-                    (pr, stats.steps, stats.compute_s, delta)
+                    let run_s = stats.compute_s + stats.exchange_s;
+                    (pr, stats.steps, stats.compute_s, run_s, delta)
                 }
                 Some(c) => {
                     let program = kith_distributed::PageRank::new(config, ig.num_vertices());
                     let Some(out) = dist::run(&ig, program, c)? else { return Ok(()) };
                     let r = dist_report.insert(out.report);
-                    (out.values, r.steps, r.compute_s, out.last.delta)
+                    (out.values, r.steps, r.compute_s, r.steps_s, out.last.delta)
                 }
             };
             let verified = common.verify.then(|| {
@@ -295,7 +297,7 @@ fn analyze(
             let rows = pr.iter().enumerate().map(|(v, r)| format!("{},{r}", ids[v])).collect();
             (
                 "pagerank",
-                json!({"top": top, "iterations": steps, "last_delta": delta, "formulation": a.formulation,
+                json!({"top": top, "iterations": steps, "last_delta": delta, "formulation": a.formulation, "run_s": run_s,
                        "edges_per_s": (ig.num_in_links() * steps) as f64 / compute_s.max(1e-12)}),
                 rows,
                 verified,

@@ -199,6 +199,7 @@ pub(crate) fn report_json(
         "exchange_mode": cluster.mode.name(),
         "exchange": r.exchange,
         "setup_s": r.setup_s,
+        "steps_s": r.steps_s,
         "compute_s": r.compute_s,
         "exchange_s": r.exchange_s,
         "per_step": r.per_step,

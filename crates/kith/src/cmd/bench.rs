@@ -31,6 +31,9 @@ pub(crate) enum BenchCommand {
     /// PageRank, triangles and components on Slashdot, R-MAT and LFR beside networkx, igraph
     /// and NetworKit; `--order` effects; the MapReduce jobs' phases beside the vertex programs.
     Analytics(super::bench_analytics::AnalyticsBenchArgs),
+    /// Timely PageRank on 2-8 local processes: bytes under fetch-once and per-edge exchange,
+    /// COST against the single-thread engine, and the communication model's charts.
+    Distributed(super::bench_distributed::DistributedBenchArgs),
     /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
     #[command(hide = true)]
     CrashCheck(super::bench_store::CrashCheckArgs),
@@ -45,6 +48,7 @@ pub(crate) fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Crash(a) => super::bench_store::crash(a),
         BenchCommand::Http(a) => super::bench_http::run(a),
         BenchCommand::Analytics(a) => super::bench_analytics::run(a),
+        BenchCommand::Distributed(a) => super::bench_distributed::run(a),
         BenchCommand::CrashCheck(a) => super::bench_store::crash_check(a),
     }
 }

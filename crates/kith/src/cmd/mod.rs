@@ -7,6 +7,7 @@ pub(crate) mod analyze_mr;
 pub(crate) mod bench;
 pub(crate) mod bench_analytics;
 pub(crate) mod bench_analytics_plot;
+pub(crate) mod bench_distributed;
 pub(crate) mod bench_friends;
 pub(crate) mod bench_http;
 pub(crate) mod bench_layout;
