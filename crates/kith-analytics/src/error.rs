@@ -28,6 +28,9 @@ pub enum Error {
     /// An argument the computation cannot accept.
     #[error("{0}")]
     InvalidArgument(String),
+    /// The engine running a job failed (e.g. a distributed engine lost a worker).
+    #[error("{0}")]
+    Engine(String),
 }
 
 /// A result with [`Error`].

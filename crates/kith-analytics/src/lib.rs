@@ -9,8 +9,11 @@
 //! Also: local and average clustering coefficients, and k-core decomposition (the h-index
 //! vertex program, with Batagelj–Zaversnik peeling as the verifier).
 //!
-//! What it is not (yet): the MapReduce formulations, weighted SSSP and mutual friends of
-//! issue 7, or the distributed engine of issue 8.
+//! Also: weighted SSSP, mutual friends and people-you-may-know, and the complex-network
+//! study's MapReduce jobs on a spilling engine (written against [`MrEngine`]).
+//!
+//! What it is not: distributed. `kith-distributed` runs these programs and jobs on timely
+//! workers over TCP.
 
 mod cc;
 mod clustering;
@@ -30,8 +33,9 @@ pub use engine::{Context, InGraph, RunStats, SUB_SHARD, VertexProgram, run};
 pub use error::{Error, Result};
 pub use kcore::{core_numbers, core_numbers_sequential};
 pub use mr::{
-    HDD, IoCounters, JobReport, MERGE_FACTOR, Medium, MrConfig, Phases, RoundReport, SSD,
-    mr_components, mr_mutual_friends, mr_triangles,
+    Emit, Group, HDD, Input, IoCounters, JobReport, MERGE_FACTOR, Medium, MrConfig, MrEngine,
+    Phases, RoundReport, SSD, components_job, mr_components, mr_mutual_friends, mr_triangles,
+    mutual_friends_job, triangles_job,
 };
 pub use mutual::{
     MutualFriends, mutual_friends, mutual_friends_sequential, people_you_may_know,

@@ -6,20 +6,13 @@
 //! an input, exchanged by destination worker, and a probe that says when the round is
 //! complete everywhere.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::Probe;
-use timely::dataflow::operators::generic::operator::Operator;
-use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
+use crate::net::{Envelope, Net};
 use crate::part::{ExchangeMode, Part, owner};
 use crate::report::{Report, WorkerStep};
 
@@ -149,12 +142,7 @@ pub trait Program: Send + 'static {
 }
 
 /// What travels between workers.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Packet<V> {
-    to: u32,
-    from: u32,
-    body: Body<V>,
-}
+type Packet<V> = Envelope<Body<V>>;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 enum Body<V> {
@@ -168,73 +156,6 @@ enum Body<V> {
     Totals(Totals),
     /// To worker 0 at the end: the sender's own values (ascending global id) and step log.
     Gather(Vec<V>, Vec<WorkerStep>),
-}
-
-/// Received packets by round.
-type Inbox<V> = Rc<RefCell<BTreeMap<u64, Vec<Packet<V>>>>>;
-
-/// A timely round: packets in, exchanged by destination, collected once complete everywhere.
-struct Net<V: Program> {
-    input: InputHandle<u64, CapacityContainerBuilder<Vec<Packet<V::Value>>>>,
-    probe: ProbeHandle<u64>,
-    /// Received packets by round: a fast worker's next round can arrive before this
-    /// worker's current one is complete.
-    inbox: Inbox<V::Value>,
-    wait_timeout: Duration,
-}
-
-impl<P: Program> Net<P> {
-    fn new(worker: &mut Worker, wait_timeout: Duration) -> Net<P> {
-        let mut input = InputHandle::new();
-        let probe = ProbeHandle::new();
-        let inbox: Inbox<P::Value> = Rc::default();
-        let sink = Rc::clone(&inbox);
-        worker.dataflow::<u64, _, _>(|scope| {
-            input
-                .to_stream(scope)
-                .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
-                    Exchange::new(|p: &Packet<P::Value>| u64::from(p.to)),
-                    "Inbox",
-                    move |_, _| {
-                        move |input, _output| {
-                            input.for_each(|time, data| {
-                                let mut inbox = sink.borrow_mut();
-                                let round = time.least().copied().unwrap_or_default();
-                                inbox.entry(round).or_default().append(data);
-                            });
-                        }
-                    },
-                )
-                .probe_with(&probe);
-        });
-        Net { input, probe, inbox, wait_timeout }
-    }
-
-    /// Sends `packets` and returns what this worker received in the same round.
-    fn round(
-        &mut self,
-        worker: &mut Worker,
-        packets: Vec<Packet<P::Value>>,
-        what: &str,
-    ) -> Result<Vec<Packet<P::Value>>, String> {
-        for p in packets {
-            self.input.send(p);
-        }
-        let now = *self.input.time();
-        self.input.advance_to(now + 1);
-        let start = Instant::now();
-        while self.probe.less_than(self.input.time()) {
-            worker.step_or_park(Some(Duration::from_millis(20)));
-            if start.elapsed() > self.wait_timeout {
-                return Err(format!(
-                    "waited {} s for the other workers in {what}; a process is stuck or \
-                     unreachable (raise --wait-timeout for very unbalanced runs)",
-                    self.wait_timeout.as_secs()
-                ));
-            }
-        }
-        Ok(self.inbox.borrow_mut().remove(&now).unwrap_or_default())
-    }
 }
 
 /// Settings of one worker's run.
@@ -266,23 +187,16 @@ pub(crate) fn run_worker<P: Program>(
 ) -> Result<Option<Output<P::Value>>, String> {
     let me = worker.index();
     let workers = worker.peers();
-    let mut net = Net::<P>::new(worker, config.wait_timeout);
+    let mut net = Net::<Body<P::Value>>::new(worker, config.wait_timeout);
     let packet = |to: usize, body| Packet { to: to as u32, from: me as u32, body };
     let others = || (0..workers).filter(move |&w| w != me);
 
     // Every worker checks that all run the same thing.
     let mine = format!("{}; {}", config.description, program.describe());
-    let hello = others().map(|w| packet(w, Body::Hello(mine.clone()))).collect();
-    for p in net.round(worker, hello, "the start-up check")? {
-        if let Body::Hello(theirs) = p.body
-            && theirs != mine
-        {
-            return Err(format!(
-                "the processes disagree: worker {} runs [{theirs}] but worker {me} runs [{mine}]",
-                p.from
-            ));
-        }
-    }
+    net.hello(worker, &mine, Body::Hello, |b| match b {
+        Body::Hello(s) => Some(s.as_str()),
+        _ => None,
+    })?;
 
     let setup = Instant::now();
     let graph = shared.take();

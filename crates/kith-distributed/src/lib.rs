@@ -36,6 +36,8 @@
 mod cluster;
 mod comm;
 mod engine;
+mod mr;
+mod net;
 mod part;
 mod programs;
 mod report;
@@ -49,6 +51,7 @@ use kith_analytics::{InGraph, MutualFriends};
 pub use cluster::{Cluster, loopback_addresses, read_hostfile};
 pub use comm::{CommModel, Overhead, overhead};
 pub use engine::{Ctx, Output, Program, Totals};
+pub use mr::{MrJob, MrOutput, MrReport, MrRoundReport, Records, run_mr};
 pub use part::{ExchangeMode, Part, owner};
 pub use programs::{Distances, Hops, Lists, MinLabel, MutualLists, PageRank, TriangleLists};
 pub use report::{Exchange, Report, Spread, StepReport, WorkerStep};

@@ -11,7 +11,14 @@ use serde::{Deserialize, Serialize};
 /// does not follow id order (LFGraph's hash partitioning).
 #[inline]
 pub fn owner(v: VertexId, workers: usize) -> usize {
-    let h = u64::from(v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    owner_of_key(u64::from(v), workers)
+}
+
+/// The worker that owns a MapReduce key: the same hash, so a vertex's key lives with the
+/// vertex.
+#[inline]
+pub(crate) fn owner_of_key(key: u64, workers: usize) -> usize {
+    let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     ((u128::from(h) * workers as u128) >> 64) as usize
 }
 

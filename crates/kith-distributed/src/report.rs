@@ -27,7 +27,7 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(values: impl Iterator<Item = f64>) -> Spread {
+    pub(crate) fn of(values: impl Iterator<Item = f64>) -> Spread {
         let (mut max, mut sum, mut count) = (0.0f64, 0.0, 0usize);
         for v in values {
             max = max.max(v);

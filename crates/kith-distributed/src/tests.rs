@@ -121,3 +121,28 @@ fn fetch_once_sends_each_value_once_per_subscribing_worker() {
     assert!(step.messages.max >= step.messages.mean);
     assert_eq!(once.report.per_step[2].messages.max, 0.0);
 }
+
+#[test]
+fn mapreduce_jobs_on_workers_equal_the_vertex_programs() {
+    let g = random_graph(1500, 6000, false, 11);
+    let ig = Arc::new(InGraph::new(&g));
+    for threads in [1, 3] {
+        let c = cluster(threads, ExchangeMode::FetchOnce);
+        let (out, report) = run_mr(Arc::clone(&ig), MrJob::Triangles, &c).unwrap().unwrap();
+        let MrOutput::Triangles(per, total) = out else { panic!("triangles") };
+        assert_eq!((per, total), kith_analytics::triangles(&ig));
+        assert_eq!(report.rounds.len(), 3);
+        assert_eq!(report.workers, threads);
+        let first = &report.rounds[0];
+        assert_eq!(first.input_records, 1500);
+        assert_eq!(first.map_output_records, 2 * g.num_edges());
+        assert_eq!(threads == 1, first.shuffled_bytes == 0, "{first:?}");
+        let (out, report) = run_mr(Arc::clone(&ig), MrJob::Components, &c).unwrap().unwrap();
+        let MrOutput::Components(labels) = out else { panic!("components") };
+        assert_eq!(labels, kith_analytics::components_union_find(&ig));
+        assert!(report.rounds.len() > 2);
+        let (out, _) = run_mr(Arc::clone(&ig), MrJob::MutualFriends, &c).unwrap().unwrap();
+        let MrOutput::MutualFriends(mf) = out else { panic!("mutual friends") };
+        assert_eq!(mf, kith_analytics::mutual_friends(&ig).0);
+    }
+}

@@ -4,7 +4,7 @@
 
 use kith_graph::{VertexId, for_each_common};
 
-use super::{Engine, Input, JobReport, MrConfig};
+use super::{Emit, Engine, Group, Input, JobReport, MrConfig, MrEngine};
 use crate::engine::InGraph;
 use crate::error::Result;
 use crate::mutual::MutualFriends;
@@ -25,6 +25,16 @@ fn unpair(key: u64) -> (VertexId, VertexId) {
 /// The spill directory cannot be written, or a spill file cannot be read back.
 pub fn mr_mutual_friends(graph: &InGraph, config: &MrConfig) -> Result<(MutualFriends, JobReport)> {
     let mut engine = Engine::new(config)?;
+    let result = mutual_friends_job(&mut engine, graph)?;
+    Ok((result, engine.finish()))
+}
+
+/// Algorithm 1 on any [`MrEngine`] (a distributed engine's workers all call this; the
+/// result is complete where [`MrEngine::read`] delivers records).
+///
+/// # Errors
+/// The engine's.
+pub fn mutual_friends_job<E: MrEngine>(engine: &mut E, graph: &InGraph) -> Result<MutualFriends> {
     let out = engine.round(
         "adjacency lists to common friends",
         Input::Graph(graph),
@@ -44,7 +54,8 @@ pub fn mr_mutual_friends(graph: &InGraph, config: &MrConfig) -> Result<(MutualFr
     )?;
     let mut lists = Vec::new();
     engine.read(out, |key, value| lists.push((unpair(key), value.to_vec())))?;
-    Ok((MutualFriends::from_lists(lists), engine.finish()))
+    lists.sort_unstable_by_key(|l| l.0);
+    Ok(MutualFriends::from_lists(lists))
 }
 
 const STATE: u32 = 0;
@@ -59,6 +70,15 @@ const MESSAGE: u32 = 1;
 /// As [`mr_mutual_friends`].
 pub fn mr_components(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u32>, JobReport)> {
     let mut engine = Engine::new(config)?;
+    let labels = components_job(&mut engine, graph)?;
+    Ok((labels, engine.finish()))
+}
+
+/// Algorithm 2 on any [`MrEngine`]; the rounds stop when no label changed on any worker.
+///
+/// # Errors
+/// The engine's.
+pub fn components_job<E: MrEngine>(engine: &mut E, graph: &InGraph) -> Result<Vec<u32>> {
     // State records are `[STATE, label, changed, neighbours...]`, messages `[MESSAGE, label]`.
     let mut changed = 0u64;
     let mut file = engine.round(
@@ -74,7 +94,7 @@ pub fn mr_components(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u32>, Jo
         },
         |v, group, out| min_label(&mut changed, v, group, out),
     )?;
-    while changed > 0 {
+    while engine.sum(changed)? > 0 {
         changed = 0;
         file = engine.round(
             "min-label message passing",
@@ -92,11 +112,11 @@ pub fn mr_components(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u32>, Jo
     }
     let mut labels = vec![0u32; graph.num_vertices()];
     engine.read(file, |v, state| labels[v as usize] = state[1])?;
-    Ok((labels, engine.finish()))
+    Ok(labels)
 }
 
 /// A vertex's reduce in Algorithm 2: keep the smallest label among its state and messages.
-fn min_label(changed: &mut u64, key: u64, group: &super::Group, out: &mut super::Output) {
+fn min_label(changed: &mut u64, key: u64, group: &Group, out: &mut dyn Emit) {
     let mut state: Vec<u32> = Vec::new();
     let mut best = u32::MAX;
     for value in group.values() {
@@ -129,6 +149,15 @@ const EDGE: u32 = u32::MAX;
 /// As [`mr_mutual_friends`].
 pub fn mr_triangles(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u64>, u64, JobReport)> {
     let mut engine = Engine::new(config)?;
+    let (per, total) = triangles_job(&mut engine, graph)?;
+    Ok((per, total, engine.finish()))
+}
+
+/// Algorithm 3 on any [`MrEngine`].
+///
+/// # Errors
+/// The engine's.
+pub fn triangles_job<E: MrEngine>(engine: &mut E, graph: &InGraph) -> Result<(Vec<u64>, u64)> {
     let higher = engine.round(
         "degrees and orientation",
         Input::Graph(graph),
@@ -187,5 +216,5 @@ pub fn mr_triangles(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u64>, u64
     let mut per = vec![0u64; graph.num_vertices()];
     engine.read(sums, |v, t| per[v as usize] = u64::from(t[0]) | (u64::from(t[1]) << 32))?;
     let total = per.iter().sum::<u64>() / 3;
-    Ok((per, total, engine.finish()))
+    Ok((per, total))
 }

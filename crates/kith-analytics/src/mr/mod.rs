@@ -6,7 +6,9 @@
 //! operation is logged, so a job reports its per-phase times and an I/O profile — and from
 //! the profile, which storage medium suits it.
 //!
-//! Keys are `u64`; values are lists of `u32` (ids, labels, counts).
+//! Keys are `u64`; values are lists of `u32` (ids, labels, counts). The study's jobs are
+//! written against [`MrEngine`], so they also run on other engines (kith-distributed runs
+//! them on timely workers).
 
 mod io;
 mod jobs;
@@ -20,7 +22,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use io::IoCounters;
-pub use jobs::{mr_components, mr_mutual_friends, mr_triangles};
+pub use jobs::{
+    components_job, mr_components, mr_mutual_friends, mr_triangles, mutual_friends_job,
+    triangles_job,
+};
 pub use report::{HDD, JobReport, Medium, Phases, RoundReport, SSD};
 
 use crate::engine::InGraph;
@@ -50,11 +55,51 @@ pub(crate) struct RecordFile {
 }
 
 /// Where a round's map reads from.
-pub(crate) enum Input<'a> {
-    /// The graph in memory: one record per vertex, its id and its (in-)neighbours.
+#[derive(Debug)]
+pub enum Input<'a, D> {
+    /// The graph in memory: one record per vertex, its id and its in-links (on a
+    /// distributed engine, the vertices the worker owns).
     Graph(&'a InGraph),
     /// A previous round's output.
-    Records(RecordFile),
+    Records(D),
+}
+
+/// Where records go: the map side's shuffle, or the reduce side's output.
+pub trait Emit {
+    /// Emits a record.
+    fn emit(&mut self, key: u64, value: &[u32]);
+}
+
+/// A MapReduce engine. The study's jobs are written against it: every worker of a
+/// distributed engine runs the same job code on its own share of the records.
+pub trait MrEngine {
+    /// A round's output, the next round's input.
+    type Data;
+
+    /// Runs one round: map every input record, shuffle by key, reduce every key's group.
+    ///
+    /// # Errors
+    /// The engine's: I/O for spilling engines, communication for distributed ones.
+    fn round(
+        &mut self,
+        name: &'static str,
+        input: Input<'_, Self::Data>,
+        map: impl FnMut(u64, &[u32], &mut dyn Emit),
+        reduce: impl FnMut(u64, &Group, &mut dyn Emit),
+    ) -> Result<Self::Data>;
+
+    /// Reads a round's output, record by record (on a distributed engine, every worker's
+    /// records on worker 0 and none on the others).
+    ///
+    /// # Errors
+    /// As [`MrEngine::round`].
+    fn read(&mut self, data: Self::Data, each: impl FnMut(u64, &[u32])) -> Result<()>;
+
+    /// `local` summed over all workers (on one machine, `local`).
+    ///
+    /// # Errors
+    /// As [`MrEngine::round`].
+    fn sum(&mut self, local: u64) -> Result<u64>;
 }
 
 /// The map side's sink: a key-sorted buffer that spills.
@@ -69,9 +114,8 @@ pub(crate) struct Shuffle<'e> {
     error: Option<Error>,
 }
 
-impl Shuffle<'_> {
-    /// Emits a record.
-    pub(crate) fn emit(&mut self, key: u64, value: &[u32]) {
+impl Emit for Shuffle<'_> {
+    fn emit(&mut self, key: u64, value: &[u32]) {
         self.index.push((key, self.arena.len() as u32));
         self.arena.push(value.len() as u32);
         self.arena.extend_from_slice(value);
@@ -87,7 +131,9 @@ impl Shuffle<'_> {
             self.error = Some(e);
         }
     }
+}
 
+impl Shuffle<'_> {
     fn sort(&mut self) {
         let t = Instant::now();
         self.index.sort_unstable();
@@ -121,9 +167,8 @@ pub(crate) struct Output {
     error: Option<std::io::Error>,
 }
 
-impl Output {
-    /// Writes a record.
-    pub(crate) fn emit(&mut self, key: u64, value: &[u32]) {
+impl Emit for Output {
+    fn emit(&mut self, key: u64, value: &[u32]) {
         if self.error.is_none()
             && let Err(e) = write_record(&mut self.writer, key, value)
         {
@@ -135,24 +180,26 @@ impl Output {
 
 /// The values of one key, in the order they were emitted.
 #[derive(Debug, Default)]
-pub(crate) struct Group {
+pub struct Group {
     arena: Vec<u32>,
     ends: Vec<usize>,
 }
 
 impl Group {
-    fn clear(&mut self) {
+    /// Empties the group for the next key.
+    pub fn clear(&mut self) {
         self.arena.clear();
         self.ends.clear();
     }
 
-    fn push(&mut self, value: &[u32]) {
+    /// Adds a value.
+    pub fn push(&mut self, value: &[u32]) {
         self.arena.extend_from_slice(value);
         self.ends.push(self.arena.len());
     }
 
     /// The values.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &[u32]> + '_ {
+    pub fn values(&self) -> impl Iterator<Item = &[u32]> + '_ {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(self.ends.iter().copied()).map(|(s, e)| &self.arena[s..e])
     }
@@ -216,13 +263,29 @@ impl Engine {
         Ok(BufReader::with_capacity(IO_BUFFER, self.device.track(file)))
     }
 
-    /// Runs one round: map every input record, shuffle, merge, reduce every key.
-    pub(crate) fn round(
+    /// The job's report.
+    pub(crate) fn finish(self) -> JobReport {
+        let mut phases = Phases::default();
+        for r in &self.rounds {
+            phases.add(&r.phases);
+        }
+        // Everything the device saw: the input, every round, and the last output read back.
+        let io = self.device.counters();
+        JobReport { rounds: self.rounds, phases, io, memory_bytes: self.config.memory_bytes }
+    }
+}
+
+impl MrEngine for Engine {
+    type Data = RecordFile;
+
+    /// Map into a buffer that spills sorted runs, merge at most [`MERGE_FACTOR`] runs at a
+    /// time, reduce every key into the round's output file.
+    fn round(
         &mut self,
         name: &'static str,
-        input: Input<'_>,
-        mut map: impl FnMut(u64, &[u32], &mut Shuffle<'_>),
-        mut reduce: impl FnMut(u64, &Group, &mut Output),
+        input: Input<'_, RecordFile>,
+        mut map: impl FnMut(u64, &[u32], &mut dyn Emit),
+        mut reduce: impl FnMut(u64, &Group, &mut dyn Emit),
     ) -> Result<RecordFile> {
         let mut phases = Phases::default();
         // Map.
@@ -353,6 +416,22 @@ impl Engine {
         Ok(RecordFile { path: output.path })
     }
 
+    /// Reads a round's output, record by record (the file is removed afterwards).
+    fn read(&mut self, file: RecordFile, mut each: impl FnMut(u64, &[u32])) -> Result<()> {
+        let mut reader = self.open(&file.path)?;
+        let mut value = Vec::new();
+        while let Some(key) = read_record(&mut reader, &mut value).map_err(Error::io(&file.path))? {
+            each(key, &value);
+        }
+        std::fs::remove_file(&file.path).map_err(Error::io(&file.path))
+    }
+
+    fn sum(&mut self, local: u64) -> Result<u64> {
+        Ok(local)
+    }
+}
+
+impl Engine {
     /// Merges sorted runs, calling `each` once per key with its values in run order; the runs
     /// are removed afterwards.
     fn merge(
@@ -391,27 +470,6 @@ impl Engine {
             std::fs::remove_file(path).map_err(Error::io(path))?;
         }
         Ok(())
-    }
-
-    /// Reads a round's output, record by record (the file is removed afterwards).
-    pub(crate) fn read(&self, file: RecordFile, mut each: impl FnMut(u64, &[u32])) -> Result<()> {
-        let mut reader = self.open(&file.path)?;
-        let mut value = Vec::new();
-        while let Some(key) = read_record(&mut reader, &mut value).map_err(Error::io(&file.path))? {
-            each(key, &value);
-        }
-        std::fs::remove_file(&file.path).map_err(Error::io(&file.path))
-    }
-
-    /// The job's report.
-    pub(crate) fn finish(self) -> JobReport {
-        let mut phases = Phases::default();
-        for r in &self.rounds {
-            phases.add(&r.phases);
-        }
-        // Everything the device saw: the input, every round, and the last output read back.
-        let io = self.device.counters();
-        JobReport { rounds: self.rounds, phases, io, memory_bytes: self.config.memory_bytes }
     }
 }
 
