@@ -152,6 +152,9 @@ enum Body<V> {
     Subscribe(Vec<u32>),
     /// Positions in the receiver's subscription to the sender, and their new values.
     Values(Vec<u32>, Vec<V>),
+    /// New values for every position of the receiver's subscription, in order (when all
+    /// of them changed, as in PageRank: no positions to send).
+    Dense(Vec<V>),
     /// The sender's partial aggregates.
     Totals(Totals),
     /// To worker 0 at the end: the sender's own values (ascending global id) and step log.
@@ -342,16 +345,24 @@ fn outgoing<V: Clone + Serialize>(
         if w == me {
             continue;
         }
-        let (mut positions, mut values) = (Vec::new(), Vec::new());
-        for (position, &slot) in list.iter().enumerate() {
-            if changed[slot as usize] {
-                positions.push(position as u32);
-                values.push(real[slot as usize].clone());
+        let count = list.iter().filter(|&&slot| changed[slot as usize]).count();
+        let body = if count == 0 {
+            None
+        } else if count == list.len() {
+            Some(Body::Dense(list.iter().map(|&slot| real[slot as usize].clone()).collect()))
+        } else {
+            let (mut positions, mut values) = (Vec::new(), Vec::new());
+            for (position, &slot) in list.iter().enumerate() {
+                if changed[slot as usize] {
+                    positions.push(position as u32);
+                    values.push(real[slot as usize].clone());
+                }
             }
-        }
-        if !positions.is_empty() {
-            messages += positions.len() as u64;
-            let p = Packet { to: w as u32, from: me as u32, body: Body::Values(positions, values) };
+            Some(Body::Values(positions, values))
+        };
+        if let Some(body) = body {
+            messages += count as u64;
+            let p = Packet { to: w as u32, from: me as u32, body };
             bytes += bincode::serialized_size(&p).expect("values serialise");
             packets.push(p);
         }
@@ -382,6 +393,12 @@ fn apply<V>(
                     debug_assert!(slot >= locals);
                     real[slot] = value;
                     changed[slot] = true;
+                }
+            }
+            Body::Dense(values) => {
+                for (&slot, value) in slots[p.from as usize].iter().zip(values) {
+                    real[slot as usize] = value;
+                    changed[slot as usize] = true;
                 }
             }
             Body::Totals(t) => partial[p.from as usize] = t,

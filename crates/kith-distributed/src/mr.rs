@@ -312,10 +312,13 @@ pub struct MrReport {
     pub reduce_s: f64,
     /// Bytes shuffled between workers.
     pub shuffled_bytes: u64,
+    /// Seconds from the start-up check to the result on worker 0 (the cluster's forming
+    /// not included).
+    pub seconds: f64,
 }
 
 impl MrReport {
-    fn new(names: &[&'static str], logs: &[Vec<RoundLog>]) -> MrReport {
+    fn new(names: &[&'static str], logs: &[Vec<RoundLog>], seconds: f64) -> MrReport {
         let rounds: Vec<MrRoundReport> = names
             .iter()
             .enumerate()
@@ -347,6 +350,7 @@ impl MrReport {
             reduce_s: total(|r| r.reduce_s.max),
             shuffled_bytes: rounds.iter().map(|r| r.shuffled_bytes).sum(),
             rounds,
+            seconds,
         }
     }
 }
@@ -375,6 +379,7 @@ pub fn run_mr(
             Body::Hello(s) => Some(s.as_str()),
             _ => None,
         })?;
+        let start = Instant::now();
         let mut engine = TimelyMr { worker, net, names: Vec::new(), log: Vec::new() };
         let output = match job {
             MrJob::MutualFriends => {
@@ -387,6 +392,7 @@ pub fn run_mr(
                 .map(|(per, total)| MrOutput::Triangles(per, total)),
         }
         .map_err(|e| e.to_string())?;
+        let seconds = start.elapsed().as_secs_f64();
         let me = engine.me();
         let log = std::mem::take(&mut engine.log);
         let envelopes =
@@ -403,7 +409,7 @@ pub fn run_mr(
                 logs[e.from as usize] = l;
             }
         }
-        Ok::<_, String>(Some((output, MrReport::new(&engine.names, &logs))))
+        Ok::<_, String>(Some((output, MrReport::new(&engine.names, &logs, seconds))))
     })?;
     let mut out = None;
     for r in results {

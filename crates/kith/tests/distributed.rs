@@ -80,6 +80,20 @@ fn distributed_runs_equal_the_local_engine() {
         bytes.push(r["exchange"]["bytes"].as_u64().unwrap());
     }
     assert!(bytes[1] > 2 * bytes[0], "{bytes:?}");
+    // The MapReduce jobs on workers: equal to the vertex programs, with every phase.
+    for job in ["triangles", "cc", "mutual-friends"] {
+        let r =
+            json(&ok(&["analyze", "mr", job, p(&graph), "--processes", "2", "--verify", "--json"]));
+        assert_eq!((r["verified"].clone(), r["workers"].clone()), (true.into(), 2.into()), "{r}");
+        assert!(r["shuffled_bytes"].as_u64().unwrap() > 0, "{r}");
+        for round in r["rounds"].as_array().unwrap() {
+            for phase in ["map_s", "shuffle_s", "merge_s", "reduce_s"] {
+                assert!(
+                    round[phase]["max"].as_f64().unwrap() >= round[phase]["mean"].as_f64().unwrap()
+                );
+            }
+        }
+    }
     let e = fails(&["analyze", "kcore", p(&graph), "--processes", "2"]);
     assert!(e.contains("kcore has no distributed form"), "{e}");
 }

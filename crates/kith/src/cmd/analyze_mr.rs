@@ -24,22 +24,25 @@ pub(crate) enum MrJob {
 #[derive(Debug, Args)]
 pub(crate) struct MrArgs {
     #[command(flatten)]
-    input: GraphInput,
+    pub(crate) input: GraphInput,
     /// The shuffle buffer's budget; over it, sorted runs are spilled to --spill-dir.
     #[arg(long, default_value_t = 256)]
     memory_mb: u64,
     /// Where spill runs and round outputs go (default: the system's temporary directory).
     #[arg(long)]
     spill_dir: Option<PathBuf>,
-    /// Worker threads for the vertex program that --verify compares with.
+    /// Worker threads: per process when distributed (default 1), else for the vertex
+    /// program that --verify compares with (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
     /// Check the result against the vertex program's (and report its time).
     #[arg(long)]
-    verify: bool,
+    pub(crate) verify: bool,
     /// Print JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
+    #[command(flatten)]
+    dist: super::analyze_dist::DistArgs,
 }
 
 pub(crate) fn run(job: MrJob) -> Result<()> {
@@ -49,6 +52,14 @@ pub(crate) fn run(job: MrJob) -> Result<()> {
         MrJob::Triangles(a) => ("triangles", a),
     };
     ensure!(args.memory_mb >= 1, "--memory-mb must be at least 1");
+    if args.dist.is_launcher() {
+        return super::analyze_dist::launch(args.dist.processes.unwrap_or(1));
+    }
+    if args.dist.is_distributed() {
+        let cluster =
+            args.dist.member(super::analyze::thread_count(Some(args.threads.unwrap_or(1)))?)?;
+        return super::analyze_mr_dist::run(name, args, &cluster);
+    }
     let threads = super::analyze::thread_count(args.threads)?;
     let graph = args.input.load_undirected()?;
     let ig = InGraph::new(&graph);

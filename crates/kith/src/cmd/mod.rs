@@ -4,6 +4,7 @@ pub(crate) mod analyze;
 pub(crate) mod analyze_comm;
 pub(crate) mod analyze_dist;
 pub(crate) mod analyze_mr;
+pub(crate) mod analyze_mr_dist;
 pub(crate) mod bench;
 pub(crate) mod bench_analytics;
 pub(crate) mod bench_analytics_plot;
