@@ -564,6 +564,9 @@ fn analyze(
         if let Some(v) = verified {
             println!("  verified: {v}");
         }
+        if let (Some(c), Some(r)) = (cluster, &dist_report) {
+            dist::print_steps(c, r);
+        }
     }
     ensure!(verified != Some(false), "{name}: the result differs from the sequential verifier");
     Ok(())

@@ -191,7 +191,10 @@ pub(crate) fn report_json(
         ExchangeMode::FetchOnce => model.lfgraph,
         ExchangeMode::PerEdge => model.pregel,
     };
-    let initial = r.per_step.first().map_or(0.0, |s| s.messages.mean * r.workers as f64);
+    let first = r.per_step.first();
+    let initial = first.map_or(0.0, |s| s.messages.mean * r.workers as f64);
+    let initial_bytes = first.map_or(0.0, |s| s.bytes.mean * r.workers as f64);
+    let n = graph.num_nodes().max(1) as f64;
     json!({
         "processes": cluster.processes(),
         "threads_per_process": cluster.threads,
@@ -206,10 +209,50 @@ pub(crate) fn report_json(
         "model": {
             "servers": r.workers,
             "predicted_values_per_vertex": predicted,
-            "measured_values_per_vertex": initial / graph.num_nodes().max(1) as f64,
+            "measured_values_per_vertex": initial / n,
+            // In bytes, at the measured bytes per value of this run's encoding.
+            "predicted_bytes_all_changed": predicted * n * initial_bytes / initial.max(1.0),
+            "measured_bytes_all_changed": initial_bytes,
             "compute_max_over_mean": model.compute_max_over_mean,
         },
     })
+}
+
+/// The per-step table of a distributed run (max / mean over workers).
+pub(crate) fn print_steps(cluster: &Cluster, r: &kith_distributed::Report) {
+    println!(
+        "  {} processes x {} threads, {} exchange: {} values, {:.1} MB (busiest worker {:.1} MB, mean {:.1} MB)",
+        cluster.processes(),
+        cluster.threads,
+        cluster.mode.name(),
+        r.exchange.messages,
+        r.exchange.bytes as f64 / 1e6,
+        r.exchange.max_worker_bytes as f64 / 1e6,
+        r.exchange.mean_worker_bytes / 1e6
+    );
+    println!(
+        "  {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}",
+        "step",
+        "changed",
+        "compute ms max/mean",
+        "exchange ms max/mean",
+        "values max/mean",
+        "KB max/mean"
+    );
+    for s in &r.per_step {
+        let step = s.step.map_or_else(|| "init".to_string(), |x| x.to_string());
+        let changed = s.changed.map_or_else(|| "all".to_string(), |x| x.to_string());
+        let pair = |x: kith_distributed::Spread, scale: f64| {
+            format!("{:.1}/{:.1}", x.max * scale, x.mean * scale)
+        };
+        println!(
+            "  {step:>5} {changed:>9} {:>19} {:>19} {:>19} {:>19}",
+            pair(s.compute_s, 1e3),
+            pair(s.exchange_s, 1e3),
+            pair(s.messages, 1.0),
+            pair(s.bytes, 1e-3)
+        );
+    }
 }
 
 /// Refuses what has no distributed form.

@@ -35,6 +35,9 @@ pub(crate) struct DistributedBenchArgs {
     /// and the communication model's CSV and charts go beside it.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Only draw the charts of an earlier results file.
+    #[arg(long, value_name = "JSON")]
+    replot: Option<PathBuf>,
 }
 
 /// Runs `kith analyze pagerank` with `extra` arguments `repeat` times; the fastest run's JSON.
@@ -56,6 +59,13 @@ fn pagerank(graph: &[String], extra: &[&str], args: &DistributedBenchArgs) -> Re
 }
 
 pub(crate) fn run(args: DistributedBenchArgs) -> Result<()> {
+    if let Some(path) = &args.replot {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let report: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a results file", path.display()))?;
+        return plots(&report, path);
+    }
     ensure!(args.workers.iter().all(|&w| w >= 1), "--workers must be at least 1");
     let datasets = args.datasets.clone().unwrap_or_else(datasets_dir);
     let out = args.out.clone().unwrap_or_else(|| {
@@ -136,6 +146,28 @@ pub(crate) fn run(args: DistributedBenchArgs) -> Result<()> {
             "cost_workers_threads": cost_threads,
         }));
     }
+    let mut mapreduce = Vec::new();
+    let slashdot = path("soc-Slashdot0902.txt.gz");
+    for job in ["triangles", "cc"] {
+        for processes in
+            std::iter::once(None).chain(args.workers.iter().copied().filter(|&w| w <= 4).map(Some))
+        {
+            bar.set_message(format!("mr {job} on soc-Slashdot0902, {processes:?} processes"));
+            let p_text = processes.map(|p| p.to_string());
+            let mut argv = vec!["analyze", "mr", job, slashdot.as_str(), "--json"];
+            if let Some(p) = &p_text {
+                argv.extend(["--processes", p]);
+            }
+            let r: Value = serde_json::from_str(&run_self(&argv)?.stdout)?;
+            mapreduce.push(json!({
+                "job": job, "graph": "soc-Slashdot0902",
+                "engine": if processes.is_some() { "timely" } else { "single machine (spilling)" },
+                "workers": processes.unwrap_or(1),
+                "seconds": r["seconds"], "phases": r["phases"], "rounds": r["rounds"].as_array().map(Vec::len),
+                "shuffled_bytes": r["shuffled_bytes"],
+            }));
+        }
+    }
     bar.set_message("the communication model");
     let dir = out.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut model = Vec::new();
@@ -157,6 +189,7 @@ pub(crate) fn run(args: DistributedBenchArgs) -> Result<()> {
         "iterations": args.iterations,
         "repeat": args.repeat,
         "graphs": graphs,
+        "mapreduce": mapreduce,
         "model": model,
     });
     crate::machine::write_json(&out, &report)?;
@@ -167,6 +200,21 @@ pub(crate) fn run(args: DistributedBenchArgs) -> Result<()> {
 }
 
 fn print_summary(report: &Value) {
+    for m in report["mapreduce"].as_array().into_iter().flatten() {
+        let p = &m["phases"];
+        println!(
+            "mr {} on {}, {} ({} workers): {:.3} s (map {:.3}, shuffle {:.3}, merge {:.3}, reduce {:.3})",
+            m["job"].as_str().unwrap_or("?"),
+            m["graph"].as_str().unwrap_or("?"),
+            m["engine"].as_str().unwrap_or("?"),
+            m["workers"],
+            m["seconds"].as_f64().unwrap_or(0.0),
+            p["map_s"].as_f64().unwrap_or(0.0),
+            p["shuffle_s"].as_f64().unwrap_or(0.0),
+            p["merge_s"].as_f64().unwrap_or(0.0),
+            p["reduce_s"].as_f64().unwrap_or(0.0)
+        );
+    }
     for g in report["graphs"].as_array().into_iter().flatten() {
         println!(
             "{}: single thread {:.3} s; COST {} workers as processes, {} as threads",
@@ -192,22 +240,30 @@ fn print_summary(report: &Value) {
 /// Bytes by exchange mode, and run time against workers with the single-thread line.
 fn plots(report: &Value, out: &Path) -> Result<()> {
     let graphs = report["graphs"].as_array().cloned().unwrap_or_default();
+    // Bytes per vertex per round with values (the initial exchange and every step but the
+    // last), so that graphs of different sizes share the axis.
+    let rounds = report["iterations"].as_f64().unwrap_or(1.0).max(1.0);
     let (mut groups, mut values) = (Vec::new(), Vec::new());
     for g in &graphs {
+        let users = g["users"].as_f64().unwrap_or(1.0).max(1.0);
         for r in g["processes"].as_array().into_iter().flatten() {
-            groups.push(format!("{} W={}", g["name"].as_str().unwrap_or("?"), r["workers"]));
+            // Short names, so that the labels fit: slashdot, wiki, lfr.
+            let name = g["name"].as_str().unwrap_or("?");
+            let name = name.strip_prefix("soc-").unwrap_or(name);
+            let short = name.split(['-', '0']).next().unwrap_or(name).to_lowercase();
+            groups.push(format!("{short} W{}", r["workers"]));
             values.push(
                 ["fetch-once", "per-edge"]
                     .iter()
-                    .map(|m| r[*m]["bytes"].as_f64().unwrap_or(0.0) / 1e6)
+                    .map(|m| r[*m]["bytes"].as_f64().unwrap_or(0.0) / (users * rounds))
                     .collect(),
             );
         }
     }
     crate::plot::bar_chart(
         &out.with_file_name("distributed-bytes.png"),
-        "PageRank: MB sent between workers (all steps)",
-        "MB",
+        "PageRank: bytes sent between workers per vertex per round",
+        "bytes per vertex per round",
         &groups,
         &["fetch-once".into(), "per-edge".into()],
         &values,
