@@ -41,8 +41,13 @@ pub use mutual::{
     MutualFriends, mutual_friends, mutual_friends_sequential, people_you_may_know,
     people_you_may_know_sequential,
 };
-pub use pagerank::{Formulation, PageRankConfig, pagerank, pagerank_sequential, sum_contributions};
-pub use sssp::{UNREACHABLE, sssp, sssp_sequential, sssp_weighted, sssp_weighted_sequential};
+pub use pagerank::{
+    Formulation, PageRankConfig, next_rank, pagerank, pagerank_sequential, sum_contributions,
+};
+pub use sssp::{
+    UNREACHABLE, next_distance, next_hops, sssp, sssp_sequential, sssp_weighted,
+    sssp_weighted_sequential,
+};
 pub use triangles::{triangles, triangles_sequential, triangles_vertex_program};
 pub use weights::{WeightSummary, read_weights};
 

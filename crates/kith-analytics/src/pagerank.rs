@@ -78,12 +78,8 @@ impl VertexProgram for Program {
     }
 
     fn compute(&self, ctx: &Context<'_, f64>) -> Option<f64> {
-        let d = self.config.damping;
         let sum = sum_contributions(&self.contrib, ctx.in_links());
-        let new = match self.config.formulation {
-            Formulation::LfGraph => (1.0 - d) + d * sum,
-            Formulation::Normalized => (1.0 - d) / self.n + d * (sum + self.dangling),
-        };
+        let new = next_rank(&self.config, self.n, sum, self.dangling);
         (new != *ctx.own()).then_some(new)
     }
 
@@ -97,6 +93,17 @@ impl VertexProgram for Program {
             .sum();
         self.last_delta = delta;
         self.config.tolerance > 0.0 && delta < self.config.tolerance
+    }
+}
+
+/// A vertex's new rank from `sum`, the contributions `pr(u)/out(u)` of its in-neighbours,
+/// in a graph of `n` vertices whose dangling mass over `n` is `dangling` (normalised only).
+#[inline]
+pub fn next_rank(config: &PageRankConfig, n: f64, sum: f64, dangling: f64) -> f64 {
+    let d = config.damping;
+    match config.formulation {
+        Formulation::LfGraph => (1.0 - d) + d * sum,
+        Formulation::Normalized => (1.0 - d) / n + d * (sum + dangling),
     }
 }
 

@@ -24,15 +24,24 @@ impl VertexProgram for Hops {
     }
 
     fn compute(&self, ctx: &Context<'_, u32>) -> Option<u32> {
-        let own = *ctx.own();
-        let best = ctx
-            .changed_in_links()
-            .map(|u| *ctx.value(u))
-            .filter(|&d| d != UNREACHABLE)
-            .min()
-            .map_or(UNREACHABLE, |d| d + 1);
-        (best < own).then_some(best)
+        next_hops(*ctx.own(), ctx.changed_in_links().map(|u| *ctx.value(u)))
     }
+}
+
+/// A vertex's new hop distance from its own and its changed in-neighbours' distances:
+/// `Some` when one more than the nearest is shorter than its own.
+#[inline]
+pub fn next_hops(own: u32, changed: impl Iterator<Item = u32>) -> Option<u32> {
+    let best = changed.filter(|&d| d != UNREACHABLE).min().map_or(UNREACHABLE, |d| d + 1);
+    (best < own).then_some(best)
+}
+
+/// A vertex's new weighted distance from its own and its changed in-neighbours'
+/// `(distance, link weight)`: `Some` when shorter.
+#[inline]
+pub fn next_distance(own: f64, changed: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
+    let best = changed.map(|(d, w)| d + w).fold(f64::INFINITY, f64::min);
+    (best < own).then_some(best)
 }
 
 /// Hop distances from `source` along edge direction.
@@ -75,11 +84,7 @@ impl VertexProgram for Distances {
     }
 
     fn compute(&self, ctx: &Context<'_, f64>) -> Option<f64> {
-        let best = ctx
-            .changed_weighted_in_links()
-            .map(|(u, w)| *ctx.value(u) + w)
-            .fold(f64::INFINITY, f64::min);
-        (best < *ctx.own()).then_some(best)
+        next_distance(*ctx.own(), ctx.changed_weighted_in_links().map(|(u, w)| (*ctx.value(u), w)))
     }
 }
 

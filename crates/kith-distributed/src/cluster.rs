@@ -246,11 +246,11 @@ impl Drop for Captured {
 }
 
 /// Starts timely for `cluster` and runs `work` on every worker of this process; returns
-/// what the workers returned, in worker order.
-pub(crate) fn execute<T, F>(cluster: &Cluster, work: F) -> Result<Vec<T>>
+/// what a worker returned as `Some` (worker 0's result on process 0), or the first error.
+pub(crate) fn execute<T, F>(cluster: &Cluster, work: F) -> Result<Option<T>>
 where
     T: Send + 'static,
-    F: Fn(&mut timely::worker::Worker) -> T + Send + Sync + 'static,
+    F: Fn(&mut timely::worker::Worker) -> Result<Option<T>, String> + Send + Sync + 'static,
 {
     let processes = cluster.processes();
     if cluster.threads == 0 {
@@ -310,11 +310,14 @@ where
             cluster.process, cluster.addresses[cluster.process]
         ))
     })?;
-    guards
-        .join()
-        .into_iter()
-        .map(|r| r.map_err(|e| Error::Cluster(format!("a worker failed: {e}"))))
-        .collect()
+    let mut output = None;
+    for joined in guards.join() {
+        let result = joined.map_err(|e| Error::Cluster(format!("a worker failed: {e}")))?;
+        if let Some(o) = result.map_err(Error::Cluster)? {
+            output = Some(o);
+        }
+    }
+    Ok(output)
 }
 
 #[cfg(test)]

@@ -140,16 +140,9 @@ pub fn run<P: Program + Clone + Sync>(
         graph: Mutex::new(Some(graph)),
         remaining: AtomicUsize::new(cluster.threads),
     });
-    let results = cluster::execute(cluster, move |worker| {
+    cluster::execute(cluster, move |worker| {
         engine::run_worker(worker, &shared, program.clone(), &config)
-    })?;
-    let mut output = None;
-    for r in results {
-        if let Some(o) = r.map_err(Error::Cluster)? {
-            output = Some(o);
-        }
-    }
-    Ok(output)
+    })
 }
 
 /// Triangles through each vertex from [`TriangleLists`]' values.

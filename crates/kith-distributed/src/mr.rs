@@ -12,11 +12,11 @@ use kith_analytics::{Emit, Group, InGraph, Input, MrEngine, MutualFriends};
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
+use crate::Result;
 use crate::cluster::Cluster;
 use crate::net::{Envelope, Net};
 use crate::part::owner_of_key;
 use crate::report::Spread;
-use crate::{Error, Result};
 
 /// A worker's records: `(key, value)` with values of `u32`s, flat.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -373,7 +373,7 @@ pub fn run_mr(
         graph.num_in_links()
     );
     let wait_timeout = cluster.wait_timeout;
-    let results = crate::cluster::execute(cluster, move |worker| {
+    crate::cluster::execute(cluster, move |worker| {
         let mut net = Net::new(worker, wait_timeout);
         net.hello(worker, &description, Body::Hello, |b| match b {
             Body::Hello(s) => Some(s.as_str()),
@@ -409,13 +409,6 @@ pub fn run_mr(
                 logs[e.from as usize] = l;
             }
         }
-        Ok::<_, String>(Some((output, MrReport::new(&engine.names, &logs, seconds))))
-    })?;
-    let mut out = None;
-    for r in results {
-        if let Some(o) = r.map_err(Error::Cluster)? {
-            out = Some(o);
-        }
-    }
-    Ok(out)
+        Ok(Some((output, MrReport::new(&engine.names, &logs, seconds))))
+    })
 }

@@ -2,7 +2,10 @@
 //! with slots for ids (a slot's global id where the id itself matters) and PageRank's
 //! dangling mass and L1 change summed over workers.
 
-use kith_analytics::{Formulation, PageRankConfig, UNREACHABLE, sum_contributions};
+use kith_analytics::{
+    Formulation, PageRankConfig, UNREACHABLE, next_distance, next_hops, next_rank,
+    sum_contributions,
+};
 use kith_graph::for_each_common;
 use serde::{Deserialize, Serialize};
 
@@ -57,12 +60,8 @@ impl Program for PageRank {
     }
 
     fn compute(&self, ctx: &Ctx<'_, f64>) -> Option<f64> {
-        let d = self.config.damping;
         let sum = sum_contributions(&self.contrib, ctx.in_links());
-        let new = match self.config.formulation {
-            Formulation::LfGraph => (1.0 - d) + d * sum,
-            Formulation::Normalized => (1.0 - d) / self.n + d * (sum + self.dangling),
-        };
+        let new = next_rank(&self.config, self.n, sum, self.dangling);
         (new != *ctx.own()).then_some(new)
     }
 
@@ -102,13 +101,7 @@ impl Program for Hops {
     }
 
     fn compute(&self, ctx: &Ctx<'_, u32>) -> Option<u32> {
-        let best = ctx
-            .changed_in_links()
-            .map(|u| *ctx.value(u))
-            .filter(|&d| d != UNREACHABLE)
-            .min()
-            .map_or(UNREACHABLE, |d| d + 1);
-        (best < *ctx.own()).then_some(best)
+        next_hops(*ctx.own(), ctx.changed_in_links().map(|u| *ctx.value(u)))
     }
 }
 
@@ -135,11 +128,7 @@ impl Program for Distances {
     }
 
     fn compute(&self, ctx: &Ctx<'_, f64>) -> Option<f64> {
-        let best = ctx
-            .changed_weighted_in_links()
-            .map(|(u, w)| *ctx.value(u) + w)
-            .fold(f64::INFINITY, f64::min);
-        (best < *ctx.own()).then_some(best)
+        next_distance(*ctx.own(), ctx.changed_weighted_in_links().map(|(u, w)| (*ctx.value(u), w)))
     }
 }
 
