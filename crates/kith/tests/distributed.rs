@@ -156,6 +156,77 @@ fn bad_clusters_fail_clearly_and_quickly() {
     assert!(e.contains(&format!("process 1 at {} never connected", ports[1])), "{e}");
 }
 
+/// Starts `kith analyze cc` members with their own extra arguments; waits for all, at most
+/// `limit`; returns each one's exit code and stderr.
+fn members(graph: &str, runs: &[Vec<String>], limit: Duration) -> Vec<(Option<i32>, String)> {
+    let start = Instant::now();
+    let children: Vec<_> = runs
+        .iter()
+        .map(|extra| {
+            Command::new(env!("CARGO_BIN_EXE_kith"))
+                .args(["analyze", "cc", graph, "--connect-timeout", "3", "--wait-timeout", "20"])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let out: Vec<_> = children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+        })
+        .collect();
+    assert!(start.elapsed() < limit, "{:?}: {out:?}", start.elapsed());
+    out
+}
+
+#[test]
+fn processes_that_disagree_fail_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.kgraph");
+    common::lfr_graph(&graph, "500", "6", "6");
+    let ports = free_ports(3);
+    let (two, three) = (dir.path().join("two"), dir.path().join("three"));
+    std::fs::write(&two, format!("{}\n{}\n", ports[0], ports[1])).unwrap();
+    std::fs::write(&three, format!("{}\n{}\n{}\n", ports[0], ports[1], ports[2])).unwrap();
+    let arg = |f: &std::path::Path, i: &str, extra: &[&str]| {
+        let mut v = vec!["--hostfile".to_string(), p(f).to_string(), "--process".into(), i.into()];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    // Different process counts: process 1 waits for a process 2 that never comes, gives up,
+    // and process 0 loses its connection.
+    let out =
+        members(p(&graph), &[arg(&two, "0", &[]), arg(&three, "1", &[])], Duration::from_secs(20));
+    assert!(out.iter().all(|(code, _)| *code != Some(0)), "{out:?}");
+    assert!(
+        out[1].1.contains("did not form within 3 s") && out[1].1.contains("process 2 at"),
+        "{out:?}"
+    );
+    assert!(out[0].1.contains("lost a connection to another process"), "{out:?}");
+    // Different thread counts: timely cannot route; both stop at once and say why.
+    let out = members(
+        p(&graph),
+        &[arg(&two, "0", &["--threads", "2"]), arg(&two, "1", &["--threads", "1"])],
+        Duration::from_secs(20),
+    );
+    assert!(out.iter().all(|(code, _)| *code != Some(0)), "{out:?}");
+    assert!(out.iter().any(|(_, e)| e.contains("different --threads")), "{out:?}");
+    // Different programs: the start-up check names both.
+    let out = members(
+        p(&graph),
+        &[arg(&two, "0", &[]), arg(&two, "1", &["--exchange", "per-edge"])],
+        Duration::from_secs(20),
+    );
+    for (code, e) in &out {
+        assert_eq!(*code, Some(1), "{out:?}");
+        assert!(e.contains("the processes disagree") && e.contains("per-edge exchange"), "{out:?}");
+    }
+}
+
 #[test]
 fn a_killed_process_stops_the_run_everywhere() {
     let dir = tempfile::tempdir().unwrap();
