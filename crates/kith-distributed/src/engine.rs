@@ -188,11 +188,8 @@ pub(crate) fn run_worker<P: Program>(
     mut program: P,
     config: &WorkerConfig,
 ) -> Result<Option<Output<P::Value>>, String> {
-    let me = worker.index();
-    let workers = worker.peers();
+    let (me, workers) = (worker.index(), worker.peers());
     let mut net = Net::<Body<P::Value>>::new(worker, config.wait_timeout);
-    let packet = |to: usize, body| Packet { to: to as u32, from: me as u32, body };
-    let others = || (0..workers).filter(move |&w| w != me);
 
     // Every worker checks that all run the same thing.
     let mine = format!("{}; {}", config.description, program.describe());
@@ -206,90 +203,188 @@ pub(crate) fn run_worker<P: Program>(
     let (part, subs) = Part::build(&graph, me, workers, config.mode);
     drop(graph);
     shared.release();
-    let subscribe = others().map(|w| packet(w, Body::Subscribe(subs.wanted[w].clone()))).collect();
-    let mut publish: Vec<Vec<u32>> = vec![Vec::new(); workers];
-    let mut slot_of_local = std::collections::HashMap::new();
-    for p in net.round(worker, subscribe, "exchanging subscribe lists")? {
-        if let Body::Subscribe(wanted) = p.body {
-            if slot_of_local.is_empty() {
-                slot_of_local = (0..part.locals() as u32).map(|s| (part.global(s), s)).collect();
-            }
-            publish[p.from as usize] = wanted.iter().map(|g| slot_of_local[g]).collect();
-        }
-    }
-    drop(slot_of_local);
+    let publish = publish_lists(&mut net, worker, &part, &subs)?;
     let setup_s = setup.elapsed().as_secs_f64();
 
-    let locals = part.locals();
-    let mut real: Vec<P::Value> = (0..locals as u32).map(|v| program.init(v, &part)).collect();
-    // Replicas start as copies of some value; the initial exchange overwrites every one.
-    if let Some(first) = real.first().cloned() {
-        real.resize(part.slots(), first);
-    }
-    let mut shadow = real.clone();
-    let mut changed = vec![true; part.slots()];
-    let mut next = vec![false; locals];
+    let mut state = State::new(&program, &part);
     let mut log: Vec<WorkerStep> = Vec::new();
-
     // The initial values, as if every vertex had just changed.
     let steps_start = Instant::now();
     let t = Instant::now();
-    let partial = partials(&program, &part, &real, &shadow, &changed);
-    let (packets, messages, bytes) = outgoing(me, &publish, &real, &changed, partial, workers);
+    let partial = partials(&program, &part, &state.real, &state.shadow, &state.changed);
+    let (packets, messages, bytes) =
+        outgoing(me, &publish, &state.real, &state.changed, partial, workers);
     let received = net.round(worker, packets, "the initial exchange")?;
-    let mut totals = apply(received, &subs.slots, &mut real, &mut changed, locals, partial, me);
+    let mut totals = state.apply(received, &subs.slots, partial, me);
     log.push(WorkerStep { compute_s: 0.0, exchange_s: t.elapsed().as_secs_f64(), messages, bytes });
 
     let no_changes = vec![false; part.slots()];
-    let mut steps = 0;
     let mut changed_per_step = Vec::new();
     for step in 0..program.max_steps() {
         let t = Instant::now();
-        program.before_step(step, &part, &real, &totals);
-        for v in 0..locals {
-            let ctx = Ctx { vertex: v as u32, step, part: &part, real: &real, changed: &changed };
-            match program.compute(&ctx) {
-                Some(value) => {
-                    shadow[v] = value;
-                    next[v] = true;
-                }
-                None => next[v] = false,
-            }
-        }
-        for v in 0..locals {
-            if next[v] {
-                std::mem::swap(&mut real[v], &mut shadow[v]);
-            }
-        }
-        changed[..locals].copy_from_slice(&next);
-        changed[locals..].fill(false);
-        let partial = partials(&program, &part, &real, &shadow, &changed);
+        program.before_step(step, &part, &state.real, &totals);
+        state.compute(&program, &part, step);
+        let partial = partials(&program, &part, &state.real, &state.shadow, &state.changed);
         let compute_s = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
         // After the last step nobody reads the values again: only the totals travel.
         let last = step + 1 == program.max_steps();
-        let sent = if last { &no_changes[..] } else { &changed[..] };
-        let (packets, messages, bytes) = outgoing(me, &publish, &real, sent, partial, workers);
+        let sent = if last { &no_changes[..] } else { &state.changed[..] };
+        let (packets, messages, bytes) =
+            outgoing(me, &publish, &state.real, sent, partial, workers);
         let received = net.round(worker, packets, &format!("step {step}"))?;
-        totals = apply(received, &subs.slots, &mut real, &mut changed, locals, partial, me);
+        totals = state.apply(received, &subs.slots, partial, me);
         log.push(WorkerStep { compute_s, exchange_s: t.elapsed().as_secs_f64(), messages, bytes });
-        steps = step + 1;
         changed_per_step.push(totals.changed);
         if totals.changed == 0 || program.stop(step, &totals) {
             break;
         }
     }
-
     let steps_s = steps_start.elapsed().as_secs_f64();
+
     // Worker 0 gathers every worker's values and log.
-    real.truncate(locals);
-    let gather = vec![packet(0, Body::Gather(real, log))];
+    let mut own = state.real;
+    own.truncate(part.locals());
+    let gather = vec![Packet { to: 0, from: me as u32, body: Body::Gather(own, log) }];
     let received = net.round(worker, gather, "gathering the results")?;
     if me != 0 {
         return Ok(None);
     }
-    let mut gathered: Vec<Option<std::vec::IntoIter<P::Value>>> = vec![None; workers];
+    let (values, logs) = assemble(received, part.num_global(), workers)?;
+    let steps = changed_per_step.len();
+    let report = Report::new(workers, steps, changed_per_step, (setup_s, steps_s), &logs);
+    Ok(Some(Output { values, report, last: totals }))
+}
+
+/// Sends each owner the subscribe list for it, and turns the lists received into publish
+/// lists: for each subscribing worker, the local slots it wants, in its order.
+fn publish_lists<V: Clone + Send + Serialize + DeserializeOwned + 'static>(
+    net: &mut Net<Body<V>>,
+    worker: &mut Worker,
+    part: &Part,
+    subs: &crate::part::Subscriptions,
+) -> Result<Vec<Vec<u32>>, String> {
+    let (me, workers) = (worker.index(), worker.peers());
+    let subscribe = (0..workers)
+        .filter(|&w| w != me)
+        .map(|w| Packet {
+            to: w as u32,
+            from: me as u32,
+            body: Body::Subscribe(subs.wanted[w].clone()),
+        })
+        .collect();
+    let slot_of_local: std::collections::HashMap<u32, u32> =
+        (0..part.locals() as u32).map(|s| (part.global(s), s)).collect();
+    let mut publish: Vec<Vec<u32>> = vec![Vec::new(); workers];
+    for p in net.round(worker, subscribe, "exchanging subscribe lists")? {
+        if let Body::Subscribe(wanted) = p.body {
+            publish[p.from as usize] = wanted
+                .iter()
+                .map(|g| {
+                    slot_of_local.get(g).copied().ok_or_else(|| {
+                        format!("worker {} asked worker {me} for vertex {g}, not its own", p.from)
+                    })
+                })
+                .collect::<Result<_, String>>()?;
+        }
+    }
+    Ok(publish)
+}
+
+/// A worker's values by slot: real and shadow (LFGraph's two versions), and changed flags.
+struct State<V> {
+    real: Vec<V>,
+    shadow: Vec<V>,
+    changed: Vec<bool>,
+    next: Vec<bool>,
+}
+
+impl<V: Clone> State<V> {
+    fn new<P: Program<Value = V>>(program: &P, part: &Part) -> State<V> {
+        let locals = part.locals();
+        let mut real: Vec<V> = (0..locals as u32).map(|v| program.init(v, part)).collect();
+        // Replicas start as copies of some value; the initial exchange overwrites every one.
+        if let Some(first) = real.first().cloned() {
+            real.resize(part.slots(), first);
+        }
+        State {
+            shadow: real.clone(),
+            real,
+            changed: vec![true; part.slots()],
+            next: vec![false; locals],
+        }
+    }
+
+    /// One step's compute over this worker's vertices, then the changed shadows made real.
+    fn compute<P: Program<Value = V>>(&mut self, program: &P, part: &Part, step: usize) {
+        let locals = part.locals();
+        for v in 0..locals {
+            let ctx =
+                Ctx { vertex: v as u32, step, part, real: &self.real, changed: &self.changed };
+            match program.compute(&ctx) {
+                Some(value) => {
+                    self.shadow[v] = value;
+                    self.next[v] = true;
+                }
+                None => self.next[v] = false,
+            }
+        }
+        for v in 0..locals {
+            if self.next[v] {
+                std::mem::swap(&mut self.real[v], &mut self.shadow[v]);
+            }
+        }
+        self.changed[..locals].copy_from_slice(&self.next);
+        self.changed[locals..].fill(false);
+    }
+
+    /// Writes received values into their replica slots (marking them changed) and sums the
+    /// totals in worker order, so that every worker gets the same sums.
+    fn apply(
+        &mut self,
+        received: Vec<Packet<V>>,
+        slots: &[Vec<u32>],
+        own: Totals,
+        me: usize,
+    ) -> Totals {
+        let mut partial = vec![Totals::default(); slots.len()];
+        partial[me] = own;
+        for p in received {
+            match p.body {
+                Body::Values(positions, values) => {
+                    let map = &slots[p.from as usize];
+                    for (position, value) in positions.into_iter().zip(values) {
+                        let slot = map[position as usize] as usize;
+                        self.real[slot] = value;
+                        self.changed[slot] = true;
+                    }
+                }
+                Body::Dense(values) => {
+                    for (&slot, value) in slots[p.from as usize].iter().zip(values) {
+                        self.real[slot as usize] = value;
+                        self.changed[slot as usize] = true;
+                    }
+                }
+                Body::Totals(t) => partial[p.from as usize] = t,
+                Body::Hello(_) | Body::Subscribe(_) | Body::Gather(..) => {}
+            }
+        }
+        let mut totals = Totals::default();
+        for t in &partial {
+            totals.add(t);
+        }
+        totals
+    }
+}
+
+/// Worker 0: every worker's values in global id order, and their step logs.
+fn assemble<V>(
+    received: Vec<Packet<V>>,
+    n: usize,
+    workers: usize,
+) -> Result<(Vec<V>, Vec<Vec<WorkerStep>>), String> {
+    let mut gathered: Vec<Option<std::vec::IntoIter<V>>> = (0..workers).map(|_| None).collect();
     let mut logs: Vec<Vec<WorkerStep>> = vec![Vec::new(); workers];
     for p in received {
         if let Body::Gather(values, log) = p.body {
@@ -297,14 +392,13 @@ pub(crate) fn run_worker<P: Program>(
             logs[p.from as usize] = log;
         }
     }
-    let mut values = Vec::with_capacity(part.num_global());
-    for v in 0..part.num_global() as u32 {
+    let mut values = Vec::with_capacity(n);
+    for v in 0..n as u32 {
         let w = owner(v, workers);
         let next = gathered[w].as_mut().and_then(Iterator::next);
         values.push(next.ok_or_else(|| format!("worker {w} sent too few values"))?);
     }
-    let report = Report::new(workers, steps, changed_per_step, (setup_s, steps_s), &logs);
-    Ok(Some(Output { values, report, last: totals }))
+    Ok((values, logs))
 }
 
 /// This worker's contribution to the step's totals.
@@ -369,45 +463,4 @@ fn outgoing<V: Clone + Serialize>(
         packets.push(Packet { to: w as u32, from: me as u32, body: Body::Totals(partial) });
     }
     (packets, messages, bytes)
-}
-
-/// Writes received values into their slots (marking them changed) and sums the totals in
-/// worker order, so that every worker gets the same sums.
-fn apply<V>(
-    received: Vec<Packet<V>>,
-    slots: &[Vec<u32>],
-    real: &mut [V],
-    changed: &mut [bool],
-    locals: usize,
-    own: Totals,
-    me: usize,
-) -> Totals {
-    let mut partial = vec![Totals::default(); slots.len()];
-    partial[me] = own;
-    for p in received {
-        match p.body {
-            Body::Values(positions, values) => {
-                let map = &slots[p.from as usize];
-                for (position, value) in positions.into_iter().zip(values) {
-                    let slot = map[position as usize] as usize;
-                    debug_assert!(slot >= locals);
-                    real[slot] = value;
-                    changed[slot] = true;
-                }
-            }
-            Body::Dense(values) => {
-                for (&slot, value) in slots[p.from as usize].iter().zip(values) {
-                    real[slot as usize] = value;
-                    changed[slot as usize] = true;
-                }
-            }
-            Body::Totals(t) => partial[p.from as usize] = t,
-            Body::Hello(_) | Body::Subscribe(_) | Body::Gather(..) => {}
-        }
-    }
-    let mut totals = Totals::default();
-    for t in &partial {
-        totals.add(t);
-    }
-    totals
 }
