@@ -262,6 +262,9 @@ pub struct RunStats {
     pub compute_s: f64,
     /// Seconds in exchange phases.
     pub exchange_s: f64,
+    /// Wall seconds of all steps: compute and exchange phases and the program's hooks
+    /// (global aggregates, convergence tests).
+    pub steps_s: f64,
 }
 
 /// Runs `program` for at most `max_steps` steps, or until no value changes (or the program
@@ -278,6 +281,7 @@ pub fn run<P: VertexProgram>(
     let mut changed = vec![true; n];
     let mut next = vec![false; n];
     let mut stats = RunStats::default();
+    let start = Instant::now();
     for step in 0..max_steps {
         program.before_step(step, graph, &real);
         let t = Instant::now();
@@ -325,5 +329,6 @@ pub fn run<P: VertexProgram>(
             break;
         }
     }
+    stats.steps_s = start.elapsed().as_secs_f64();
     (real, stats)
 }
