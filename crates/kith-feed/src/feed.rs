@@ -2,14 +2,12 @@
 //! cache-aside or journaled write-back caching of post bodies.
 
 use std::collections::{BinaryHeap, HashSet};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::Duration;
 
 use kith_store::Store;
 use prometheus::Registry;
-use tokio::sync::{Mutex as AsyncMutex, Notify, Semaphore, mpsc};
+use tokio::sync::{Mutex as AsyncMutex, Notify, mpsc};
 use tokio::task::JoinHandle;
 
 use crate::cache::Backend;
@@ -19,6 +17,9 @@ use crate::error::{Error, Result};
 use crate::journal::{Journal, SharedPending, lock};
 use crate::metrics::Metrics;
 use crate::post::{IdGen, Post, check_content, now_ms};
+
+mod background;
+use background::remove_segments;
 
 /// The most posts one feed page holds.
 pub const MAX_FEED_PAGE: usize = 1000;
@@ -235,111 +236,6 @@ impl Feed {
             Ok(())
         })
         .await
-    }
-
-    async fn enqueue(&self, job: FanJob) {
-        self.depth.fetch_add(1, Ordering::SeqCst);
-        self.metrics.fanout_depth.inc();
-        if self.fanout.send(job).await.is_err() {
-            self.job_done();
-        }
-    }
-
-    fn job_done(&self) {
-        self.metrics.fanout_depth.dec();
-        if self.depth.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.idle.notify_waiters();
-        }
-    }
-
-    async fn dispatch(feed: Arc<Feed>, mut rx: mpsc::Receiver<FanJob>) {
-        let permits = Arc::new(Semaphore::new(feed.config.fanout_concurrency.max(1)));
-        while let Some(job) = rx.recv().await {
-            let permit = permits.clone().acquire_owned().await.expect("never closed");
-            let feed = feed.clone();
-            tokio::spawn(async move {
-                if let Err(e) = feed.run_job(job).await {
-                    feed.metrics.fanout_errors.inc();
-                    eprintln!("kith feed: fan-out failed: {e}");
-                }
-                drop(permit);
-                feed.job_done();
-            });
-        }
-    }
-
-    async fn run_job(&self, job: FanJob) -> Result<()> {
-        let (author, ids) = match job {
-            FanJob::Post { author, id } => (author, vec![id]),
-            FanJob::Author { author } => (author, self.author_recent(author).await?),
-        };
-        let db = self.db.clone();
-        let followers = blocking(move || db.followers(author, 0, usize::MAX)).await?;
-        self.metrics.fanout_deliveries.inc_by(followers.len() as u64);
-        self.backend.timeline_add(&followers, &ids, self.config.timeline_len).await
-    }
-
-    /// Waits until every queued fan-out job has run.
-    pub async fn drain(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.depth.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            let _ = tokio::time::timeout(Duration::from_millis(10), idle).await;
-        }
-    }
-
-    async fn flusher(feed: Arc<Feed>) {
-        let mut tick = tokio::time::interval(feed.config.flush_interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if feed.pending_posts() > 0
-                && let Err(e) = feed.flush().await
-            {
-                eprintln!("kith feed: write-back flush failed (will retry): {e}");
-            }
-        }
-    }
-
-    /// Moves every journaled post into the feed database, then deletes the journal
-    /// segments they were in.
-    pub async fn flush(&self) -> Result<()> {
-        let Some(journal) = &self.journal else { return Ok(()) };
-        let mut to_delete = self.to_delete.lock().await;
-        to_delete.extend(journal.rotate().await?);
-        let posts: Vec<Arc<Post>> = lock(&self.pending).posts.values().cloned().collect();
-        let db = self.db.clone();
-        let batch = posts.clone();
-        blocking(move || db.put_posts(&batch.iter().map(|p| p.as_ref()).collect::<Vec<_>>()))
-            .await?;
-        {
-            let mut p = lock(&self.pending);
-            for post in &posts {
-                p.remove(post);
-            }
-            self.metrics.pending.set(p.posts.len() as i64);
-        }
-        self.metrics.flushed.inc_by(posts.len() as u64);
-        let dir = self.store.path().join("feed-journal");
-        remove_segments(&to_delete, &dir)?;
-        to_delete.clear();
-        Ok(())
-    }
-
-    /// Stops taking posts, runs the queued fan-out, flushes write-back and closes the journal.
-    pub async fn shutdown(&self) -> Result<()> {
-        self.closing.store(true, Ordering::SeqCst);
-        self.drain().await;
-        let flushed = self.flush().await;
-        for t in self.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
-            t.abort();
-        }
-        if let Some(j) = &self.journal {
-            j.close();
-        }
-        flushed
     }
 
     /// Publishes a post; returns it with its id and time once it is durable.
@@ -630,22 +526,6 @@ const FRIEND_STRIPES: usize = 256;
 
 fn friend_stripe(uid: u64) -> usize {
     (uid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % FRIEND_STRIPES
-}
-
-fn remove_segments(paths: &[std::path::PathBuf], dir: &Path) -> Result<()> {
-    for p in paths {
-        match std::fs::remove_file(p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("removing {}", p.display()))(e)),
-        }
-    }
-    if !paths.is_empty() {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(Error::io(format!("syncing {}", dir.display())))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
