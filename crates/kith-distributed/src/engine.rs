@@ -274,15 +274,13 @@ fn publish_lists<V: Clone + Send + Serialize + DeserializeOwned + 'static>(
             body: Body::Subscribe(subs.wanted[w].clone()),
         })
         .collect();
-    let slot_of_local: std::collections::HashMap<u32, u32> =
-        (0..part.locals() as u32).map(|s| (part.global(s), s)).collect();
     let mut publish: Vec<Vec<u32>> = vec![Vec::new(); workers];
     for p in net.round(worker, subscribe, "exchanging subscribe lists")? {
         if let Body::Subscribe(wanted) = p.body {
             publish[p.from as usize] = wanted
                 .iter()
-                .map(|g| {
-                    slot_of_local.get(g).copied().ok_or_else(|| {
+                .map(|&g| {
+                    part.local_slot(g).ok_or_else(|| {
                         format!("worker {} asked worker {me} for vertex {g}, not its own", p.from)
                     })
                 })

@@ -209,13 +209,13 @@ impl MrEngine for TimelyMr<'_> {
 
     fn read(
         &mut self,
-        data: Records,
+        mut data: Records,
         mut each: impl FnMut(u64, &[u32]),
     ) -> kith_analytics::Result<()> {
         let me = self.me();
         let mut envelopes = Vec::new();
         if me != 0 {
-            envelopes.push(self.envelope(0, Body::Records(data.clone())));
+            envelopes.push(self.envelope(0, Body::Records(std::mem::take(&mut data))));
         }
         let mut received = self.exchange(envelopes, "gathering the output")?;
         if me == 0 {

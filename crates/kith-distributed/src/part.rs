@@ -122,6 +122,12 @@ impl Part {
         self.locals
     }
 
+    /// The slot of one of this worker's own vertices, by global id (own vertices are
+    /// ascending, so a binary search finds it).
+    pub fn local_slot(&self, global: VertexId) -> Option<u32> {
+        self.globals[..self.locals].binary_search(&global).ok().map(|s| s as u32)
+    }
+
     /// Slots: own vertices and replicas.
     #[inline]
     pub fn slots(&self) -> usize {
