@@ -584,3 +584,6 @@ impl RedisBackend {
         format!("{}:t:{uid}", self.prefix)
     }
 }
+
+#[cfg(test)]
+mod tests;
