@@ -1,0 +1,167 @@
+//! Cache and timeline backends: in-process (moka, bounded in bytes) or Redis.
+//!
+//! Both hold three kinds of entries: post bodies, friend lists (with a time to live, for
+//! `consistency=eventual` reads) and push timelines. A timeline is a set of post ids with a
+//! **floor**: every post of the followees with an id at or above the floor is in it, so a
+//! read takes ids from the timeline down to the floor and pulls anything older from the
+//! feed database. A timeline without a floor is being built (or was made by a push that
+//! raced a build) and is not read. Pushes below the floor are not taken. Trimming to the
+//! timeline length raises the floor to the oldest id kept; removing ids leaves it alone.
+//!
+//! [`Backend`] is the seam the feed calls: an enum whose methods only dispatch, so each call
+//! is a plain future (no boxing) and each backend keeps its own type. `local.rs` holds the
+//! in-process backend, whose timelines apply the floor rules above; `redis.rs` the Redis one,
+//! whose Lua scripts apply the same rules atomically inside Redis. The rules therefore exist
+//! twice, in Rust and in Lua; `tests.rs` runs the same scenarios on both so they agree.
+
+mod local;
+mod redis;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use self::local::Local;
+use self::redis::Redis;
+use crate::error::Result;
+use crate::post::Post;
+
+/// Where caches and timelines live.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// In this process, bounded in bytes.
+    Local(Local),
+    /// In Redis (boxed: a connection and four scripts outweigh a moka handle many times).
+    Redis(Box<Redis>),
+}
+
+impl Backend {
+    /// An in-process backend of at most `bytes`.
+    pub fn local(bytes: u64, friends_ttl: Duration) -> Backend {
+        Backend::Local(Local::new(bytes, friends_ttl))
+    }
+
+    /// Connects to Redis at `url` (checked with a PING).
+    pub async fn redis(url: &str, prefix: &str, friends_ttl: Duration) -> Result<Backend> {
+        Ok(Backend::Redis(Box::new(Redis::connect(url, prefix, friends_ttl).await?)))
+    }
+
+    /// "in-process" or "redis".
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Local(_) => Local::NAME,
+            Backend::Redis(_) => Redis::NAME,
+        }
+    }
+
+    /// Bytes held (in-process only).
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            Backend::Local(l) => Some(l.bytes()),
+            Backend::Redis(_) => None,
+        }
+    }
+
+    /// Cached posts, in the order of `ids`.
+    pub async fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Arc<Post>>>> {
+        match self {
+            Backend::Local(l) => l.get_posts(ids),
+            Backend::Redis(r) => r.get_posts(ids).await,
+        }
+    }
+
+    /// Caches posts.
+    pub async fn put_posts(&self, posts: &[Arc<Post>]) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.put_posts(posts),
+            Backend::Redis(r) => r.put_posts(posts).await,
+        }
+    }
+
+    /// Drops cached posts.
+    pub async fn del_posts(&self, ids: &[u64]) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.del_posts(ids),
+            Backend::Redis(r) => r.del_posts(ids).await,
+        }
+    }
+
+    /// A cached friend list.
+    pub async fn get_friends(&self, uid: u64) -> Result<Option<Arc<[u64]>>> {
+        match self {
+            Backend::Local(l) => l.get_friends(uid),
+            Backend::Redis(r) => r.get_friends(uid).await,
+        }
+    }
+
+    /// Caches a friend list for the time to live.
+    pub async fn put_friends(&self, uid: u64, list: Arc<[u64]>) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.put_friends(uid, list),
+            Backend::Redis(r) => r.put_friends(uid, &list).await,
+        }
+    }
+
+    /// Drops cached friend lists.
+    pub async fn del_friends(&self, uids: &[u64]) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.del_friends(uids),
+            Backend::Redis(r) => r.del_friends(uids).await,
+        }
+    }
+
+    /// Up to `limit` ids of the timeline below `before`, at or above its floor, newest
+    /// first, and the floor; `None` when there is no complete timeline.
+    pub async fn timeline_read(
+        &self,
+        uid: u64,
+        before: u64,
+        limit: usize,
+    ) -> Result<Option<(Vec<u64>, u64)>> {
+        match self {
+            Backend::Local(l) => l.timeline_read(uid, before, limit),
+            Backend::Redis(r) => r.timeline_read(uid, before, limit).await,
+        }
+    }
+
+    /// Marks a timeline as being built, so pushes land in it while the build reads.
+    pub async fn timeline_begin(&self, uid: u64) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.timeline_begin(uid),
+            Backend::Redis(r) => r.timeline_begin(uid).await,
+        }
+    }
+
+    /// Completes a build: adds `ids` (the newest posts, complete down to `floor`; 0 = all),
+    /// trims to `cap` and sets the floor.
+    pub async fn timeline_finish(
+        &self,
+        uid: u64,
+        ids: &[u64],
+        floor: u64,
+        cap: usize,
+    ) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.timeline_finish(uid, ids, floor, cap),
+            Backend::Redis(r) => r.timeline_finish(uid, ids, floor, cap).await,
+        }
+    }
+
+    /// Adds `ids` to each of these users' timelines that exists (complete or being built);
+    /// users without one are skipped (their timeline is built when they read). Pipelined.
+    pub async fn timeline_add(&self, uids: &[u64], ids: &[u64], cap: usize) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.timeline_add(uids, ids, cap),
+            Backend::Redis(r) => r.timeline_add(uids, ids, cap).await,
+        }
+    }
+
+    /// Removes ids from a user's timeline.
+    pub async fn timeline_remove(&self, uid: u64, ids: &[u64]) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.timeline_remove(uid, ids),
+            Backend::Redis(r) => r.timeline_remove(uid, ids).await,
+        }
+    }
+}

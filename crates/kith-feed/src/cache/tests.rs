@@ -1,0 +1,302 @@
+//! The same scenarios on both backends, so the in-process timelines and the Lua scripts keep
+//! the same floor rules; the Redis one runs against `KITH_TEST_REDIS` or, when that is not
+//! set, a private `redis-server`. Then what only one backend has: the byte bound and its
+//! accounting in process, the key layout and markers in Redis.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::Backend;
+use crate::post::Post;
+
+const TTL: Duration = Duration::from_secs(600);
+
+/// A Redis for the tests: the one the test command started (`KITH_TEST_REDIS`), or a
+/// private `redis-server` on a free port, stopped on drop.
+struct TestRedis {
+    url: String,
+    child: Option<Child>,
+}
+
+impl TestRedis {
+    fn get() -> TestRedis {
+        if let Ok(url) = std::env::var("KITH_TEST_REDIS") {
+            return TestRedis { url, child: None };
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port_arg = port.to_string();
+        let args = ["--port", &port_arg, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+        let child = Command::new("redis-server")
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server not found: install it or set KITH_TEST_REDIS");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server on port {port} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        TestRedis { url: format!("redis://127.0.0.1:{port}"), child: Some(child) }
+    }
+}
+
+impl Drop for TestRedis {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Both backends with one friends time to live; the Redis one under a prefix of its own (a
+/// shared Redis may serve other tests at the same time), whose keys are deleted on drop.
+struct Backends {
+    local: Backend,
+    redis: Backend,
+    prefix: String,
+    server: TestRedis,
+}
+
+impl Backends {
+    async fn new(test: &str, friends_ttl: Duration) -> Backends {
+        let server = TestRedis::get();
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        let prefix = format!("kith-cache-test-{}-{nanos}-{test}", std::process::id());
+        let redis = Backend::redis(&server.url, &prefix, friends_ttl).await.unwrap();
+        Backends { local: Backend::local(1 << 30, friends_ttl), redis, prefix, server }
+    }
+
+    fn both(&self) -> [&Backend; 2] {
+        [&self.local, &self.redis]
+    }
+
+    async fn raw(&self) -> redis::aio::MultiplexedConnection {
+        let client = redis::Client::open(self.server.url.as_str()).unwrap();
+        client.get_multiplexed_async_connection().await.unwrap()
+    }
+}
+
+impl Drop for Backends {
+    fn drop(&mut self) {
+        let Ok(mut con) = redis::Client::open(self.server.url.as_str())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+        else {
+            return;
+        };
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.prefix))
+            .query(&mut con)
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut con);
+        }
+    }
+}
+
+fn post(id: u64) -> Arc<Post> {
+    Arc::new(Post { id, author: id % 7, ts_ms: 1_000 + id, content: format!("post {id}") })
+}
+
+type Read = Option<(Vec<u64>, u64)>;
+
+async fn read(b: &Backend, uid: u64, before: u64, limit: usize) -> Read {
+    b.timeline_read(uid, before, limit).await.unwrap()
+}
+
+#[tokio::test]
+async fn posts_in_order_with_gaps() {
+    let all = Backends::new("posts", TTL).await;
+    for b in all.both() {
+        let name = b.name();
+        assert!(b.get_posts(&[]).await.unwrap().is_empty(), "{name}");
+        b.put_posts(&[]).await.unwrap();
+        b.del_posts(&[]).await.unwrap();
+        b.put_posts(&[post(1), post(2), post(3)]).await.unwrap();
+        let got = b.get_posts(&[3, 9, 1]).await.unwrap();
+        assert_eq!(got, vec![Some(post(3)), None, Some(post(1))], "{name}");
+        b.del_posts(&[1, 3, 8]).await.unwrap();
+        assert_eq!(b.get_posts(&[1, 2, 3]).await.unwrap(), vec![None, Some(post(2)), None]);
+    }
+}
+
+#[tokio::test]
+async fn friend_lists_keep_their_order() {
+    let all = Backends::new("friends", TTL).await;
+    for b in all.both() {
+        let name = b.name();
+        assert_eq!(b.get_friends(5).await.unwrap(), None, "{name}");
+        b.put_friends(5, Arc::from([3, 1, 2])).await.unwrap();
+        b.put_friends(6, Arc::from([])).await.unwrap();
+        assert_eq!(b.get_friends(5).await.unwrap().as_deref(), Some(&[3, 1, 2][..]), "{name}");
+        assert_eq!(b.get_friends(6).await.unwrap().as_deref(), Some(&[][..]), "{name}");
+        b.put_friends(5, Arc::from([4])).await.unwrap();
+        assert_eq!(b.get_friends(5).await.unwrap().as_deref(), Some(&[4][..]), "{name}");
+        b.del_friends(&[]).await.unwrap();
+        b.del_friends(&[5, 7]).await.unwrap();
+        assert_eq!(b.get_friends(5).await.unwrap(), None, "{name}");
+        assert!(b.get_friends(6).await.unwrap().is_some(), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn only_friend_lists_expire() {
+    let all = Backends::new("ttl", Duration::from_millis(150)).await;
+    for b in all.both() {
+        b.put_friends(5, Arc::from([1, 2])).await.unwrap();
+        b.put_posts(&[post(1)]).await.unwrap();
+        b.timeline_finish(1, &[1], 0, 10).await.unwrap();
+        assert!(b.get_friends(5).await.unwrap().is_some(), "{}", b.name());
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    for b in all.both() {
+        let name = b.name();
+        assert_eq!(b.get_friends(5).await.unwrap(), None, "{name}");
+        assert_eq!(b.get_posts(&[1]).await.unwrap(), vec![Some(post(1))], "{name}");
+        assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![1], 0)), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn timelines_keep_their_floor() {
+    let all = Backends::new("floor", TTL).await;
+    for b in all.both() {
+        let name = b.name();
+        // No timeline: reads miss and pushes skip it.
+        assert_eq!(read(b, 1, u64::MAX, 10).await, None, "{name}");
+        b.timeline_add(&[1], &[5], 3).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, None, "{name}");
+        // Being built: pushes land, reads still miss.
+        b.timeline_begin(1).await.unwrap();
+        b.timeline_add(&[1], &[20], 3).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, None, "{name}");
+        // Trimming to three drops 10..=13, which raises the floor to the oldest kept.
+        b.timeline_finish(1, &[15, 14, 13, 12, 11, 10], 10, 3).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![20, 15, 14], 14)), "{name}");
+        // A push below the floor is not taken; one above trims and raises the floor.
+        b.timeline_add(&[1], &[13], 3).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![20, 15, 14], 14)), "{name}");
+        b.timeline_add(&[1], &[21], 3).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![21, 20, 15], 15)), "{name}");
+        // `before` is exclusive, `limit` counts from the newest, the floor comes back anyway.
+        assert_eq!(read(b, 1, 21, 10).await, Some((vec![20, 15], 15)), "{name}");
+        assert_eq!(read(b, 1, 21, 1).await, Some((vec![20], 15)), "{name}");
+        assert_eq!(read(b, 1, 15, 10).await, Some((vec![], 15)), "{name}");
+        assert_eq!(read(b, 1, 3, 10).await, Some((vec![], 15)), "{name}");
+        // Removal leaves the floor where it is.
+        b.timeline_remove(1, &[]).await.unwrap();
+        b.timeline_remove(1, &[20, 99]).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![21, 15], 15)), "{name}");
+        // Beginning again keeps a complete timeline readable; finishing sets the new floor.
+        b.timeline_begin(1).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![21, 15], 15)), "{name}");
+        b.timeline_finish(1, &[2], 0, 3).await.unwrap();
+        assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![21, 15, 2], 0)), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn timelines_being_built_and_finished_without_begin() {
+    let all = Backends::new("build", TTL).await;
+    for b in all.both() {
+        let name = b.name();
+        // A timeline being built has no floor to raise when pushes trim it.
+        b.timeline_begin(2).await.unwrap();
+        b.timeline_add(&[2], &[1, 2, 3, 4], 2).await.unwrap();
+        b.timeline_finish(2, &[], 0, 2).await.unwrap();
+        assert_eq!(read(b, 2, u64::MAX, 10).await, Some((vec![4, 3], 0)), "{name}");
+        // A build may finish a timeline that was evicted (or never begun).
+        b.timeline_finish(3, &[8, 7], 7, 5).await.unwrap();
+        assert_eq!(read(b, 3, u64::MAX, 10).await, Some((vec![8, 7], 7)), "{name}");
+        // An empty complete timeline is a hit with its floor.
+        b.timeline_finish(4, &[], 50, 5).await.unwrap();
+        assert_eq!(read(b, 4, u64::MAX, 10).await, Some((vec![], 50)), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn fan_out_to_many_timelines() {
+    let all = Backends::new("fanout", TTL).await;
+    // More users than one pipeline takes.
+    let followers: Vec<u64> = (0..1_200).collect();
+    for b in all.both() {
+        let name = b.name();
+        for uid in [100, 700, 1_199] {
+            b.timeline_finish(uid, &[uid], 0, 4).await.unwrap();
+        }
+        b.timeline_add(&followers, &[5_000, 5_001], 4).await.unwrap();
+        for uid in [100, 700, 1_199] {
+            let want = Some((vec![5_001, 5_000, uid], 0));
+            assert_eq!(read(b, uid, u64::MAX, 10).await, want, "{name} {uid}");
+        }
+        assert_eq!(read(b, 300, u64::MAX, 10).await, None, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn in_process_bytes_are_weighed() {
+    let b = Backend::local(1 << 20, TTL);
+    assert_eq!(b.name(), "in-process");
+    assert_eq!(b.bytes(), Some(0));
+    b.put_posts(&[post(1)]).await.unwrap();
+    let post_bytes = 64 + "post 1".len() as u64;
+    assert_eq!(b.bytes(), Some(post_bytes));
+    b.put_friends(5, Arc::from([1, 2, 3])).await.unwrap();
+    assert_eq!(b.bytes(), Some(post_bytes + 48 + 3 * 8));
+    b.timeline_begin(9).await.unwrap();
+    assert_eq!(b.bytes(), Some(post_bytes + 72 + 64));
+    // Twenty ids are more than twice what the empty timeline was weighed at.
+    let ids: Vec<u64> = (1..=20).collect();
+    b.timeline_finish(9, &ids, 1, 100).await.unwrap();
+    assert_eq!(b.bytes(), Some(post_bytes + 72 + 64 + 16 * 20));
+    // Growing by less than double keeps the old weight.
+    b.timeline_add(&[9], &[21, 22, 23], 100).await.unwrap();
+    assert_eq!(b.bytes(), Some(post_bytes + 72 + 64 + 16 * 20));
+    b.del_posts(&[1]).await.unwrap();
+    b.del_friends(&[5]).await.unwrap();
+    assert_eq!(b.bytes(), Some(64 + 16 * 20));
+}
+
+#[tokio::test]
+async fn in_process_stays_within_its_bytes() {
+    let b = Backend::local(2_000, TTL);
+    let posts: Vec<Arc<Post>> = (1..=200).map(post).collect();
+    b.put_posts(&posts).await.unwrap();
+    assert!(b.bytes().unwrap() <= 2_000, "{:?}", b.bytes());
+    let ids: Vec<u64> = (1..=200).collect();
+    let kept = b.get_posts(&ids).await.unwrap().iter().filter(|p| p.is_some()).count();
+    assert!(kept < 200 && kept * 70 <= 2_000, "{kept} posts kept");
+}
+
+#[tokio::test]
+async fn redis_keys_scores_and_markers() {
+    use redis::AsyncCommands;
+
+    let all = Backends::new("keys", TTL).await;
+    let (b, p) = (&all.redis, &all.prefix);
+    assert_eq!((b.name(), b.bytes()), ("redis", None));
+    b.put_posts(&[post(7)]).await.unwrap();
+    b.put_friends(5, Arc::from([1, 258])).await.unwrap();
+    b.timeline_begin(1).await.unwrap();
+    let mut con = all.raw().await;
+    let stored: Vec<u8> = con.get(format!("{p}:p:7")).await.unwrap();
+    assert_eq!(stored, post(7).encode());
+    let friends: Vec<u8> = con.get(format!("{p}:f:5")).await.unwrap();
+    assert_eq!(friends, [1u64, 258].iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<_>>());
+    let ttl: i64 = con.pttl(format!("{p}:f:5")).await.unwrap();
+    assert!(ttl > 0 && ttl <= TTL.as_millis() as i64, "{ttl}");
+    let t = format!("{p}:t:1");
+    let members: Vec<(String, f64)> = con.zrange_withscores(&t, 0, -1).await.unwrap();
+    assert_eq!(members, vec![("b".to_string(), -2.0)]);
+    b.timeline_finish(1, &[12, 11, 10], 10, 2).await.unwrap();
+    let members: Vec<(String, f64)> = con.zrange_withscores(&t, 0, -1).await.unwrap();
+    let want = [("f11", -1.0), ("11", 11.0), ("12", 12.0)];
+    assert_eq!(members, want.map(|(m, s)| (m.to_string(), s)).to_vec());
+    // A cached post that does not decode is an error naming it.
+    let _: () = con.set(format!("{p}:p:9"), &[1u8, 2, 3][..]).await.unwrap();
+    let err = b.get_posts(&[9]).await.unwrap_err().to_string();
+    assert!(err.contains("cached post 9 in redis"), "{err}");
+    // Ids past 2^53 read the whole timeline.
+    assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![12, 11], 11)));
+}
