@@ -9,7 +9,14 @@
 //! measured: blocks and bytes from RocksDB's perf context, and the device addresses of the
 //! reads, which the HDD and SSD models replay.
 //!
-//! What it is not: a server (that is `kith-server`) or a cache.
+//! The storage seam is [`Engine`]: Parker's API (users, profiles, data blocks, friend lists,
+//! listings, random users, shortest paths, neighbourhoods) and the feed's follows and posts as
+//! Rust methods, object safe, so the service and the feeds hold an `Arc<dyn Engine>`.
+//! [`Store`] implements it; its follows and posts live in a RocksDB of their own in
+//! `<store>/feed`, opened on first use. `tests/engine.rs` holds every engine to one contract.
+//!
+//! What it is not: a server (that is `kith-server`), a cache, or the feed logic (ids,
+//! timelines, fan-out: `kith-feed`).
 //!
 //! The key space and its invariants are described in `docs/store.md` and [`keys`](self).
 //!

@@ -7,7 +7,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use kith_graph::Graph;
 use kith_layout::Layout;
-use kith_store::{BuildOptions, DataSpec, Engine, Error, LayoutMeta, Post, Profile, build};
+use kith_store::{
+    BuildOptions, DataSpec, Engine, Error, LayoutMeta, Neighborhood, Post, Profile, UserWrite,
+    UsersPage, build,
+};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
@@ -41,7 +44,7 @@ impl Reference {
         let mut r = Reference::default();
         let mut cursor = None;
         loop {
-            let (page, next) = engine.users_page(cursor, 7).unwrap();
+            let (page, next): UsersPage = engine.users_page(cursor, 7).unwrap();
             for (uid, profile) in page {
                 let user = engine.get_user(uid).unwrap();
                 assert_eq!(user.profile, profile);
@@ -189,13 +192,12 @@ fn put_user(
     let data = rng.random_bool(0.5).then(|| vec![uid as u8; rng.random_range(0..60)]);
     let listed: Vec<u64> = friends.iter().copied().collect();
     let wrote = engine.put_user(uid, &profile, &listed, data.as_deref()).unwrap();
-    let old = r.friends.get(&uid).cloned();
-    assert_eq!(wrote.created, old.is_none(), "put_user({uid}) created");
-    let old = old.unwrap_or_default();
+    let created = !r.friends.contains_key(&uid);
+    let old = r.friends.get(&uid).cloned().unwrap_or_default();
     let mut touched: Vec<u64> = old.symmetric_difference(&friends).copied().collect();
     touched.push(uid);
     touched.sort_unstable();
-    assert_eq!(wrote.touched, touched, "put_user({uid}) touched");
+    assert_eq!(wrote, UserWrite { created, touched }, "put_user({uid})");
     for f in &old {
         r.friends.get_mut(f).unwrap().remove(&uid);
     }
@@ -273,10 +275,10 @@ fn check_traversals(engine: &dyn Engine, r: &Reference, a: u64, b: u64, rng: &mu
     let mut want: Vec<(u64, u32)> =
         dist.iter().filter(|&(&v, &d)| v != a && d <= hops).map(|(&v, &d)| (v, d)).collect();
     want.sort_by_key(|&(v, d)| (d, v));
-    let hood = engine.neighborhood(a, hops, limit).unwrap();
-    assert_eq!(hood.truncated, want.len() > limit, "neighbourhood of {a}");
+    let truncated = want.len() > limit;
     want.truncate(limit);
-    assert_eq!(hood.users, want, "neighbourhood of {a} within {hops}");
+    let hood = engine.neighborhood(a, hops, limit).unwrap();
+    assert_eq!(hood, Neighborhood { users: want, truncated }, "{a} within {hops}");
     assert!(matches!(engine.shortest_path(a, b, 7), Err(Error::TooLarge { .. })));
     assert!(matches!(engine.neighborhood(a, 4, 10), Err(Error::Invalid(_))));
 }
