@@ -82,6 +82,8 @@ impl Store {
             };
             return Err(Error::NotAStore { path: dir.to_path_buf(), reason });
         }
+        // With the device trace compiled in, every binary that opens a store must keep the
+        // interposed `pread` symbols, which nothing else in Rust refers to.
         #[cfg(feature = "io-trace")]
         std::hint::black_box(crate::trace::keep_symbols());
         let cache_bytes = options.block_cache_bytes.unwrap_or(default_cache_bytes(options.mode));
@@ -148,7 +150,6 @@ impl Store {
         *self.generation.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The layout metadata of the current generation.
     /// The layout metadata of the current generation.
     pub fn layout_meta(&self) -> Result<LayoutMeta> {
         read_layout(&self.db)
