@@ -4,28 +4,10 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The store refused or failed (unknown users among them).
+    /// The storage engine refused or failed: unknown users, follows that already exist or
+    /// do not, self-follows, corrupt stored posts among them.
     #[error(transparent)]
     Store(#[from] kith_store::Error),
-    /// A user tried to follow themselves.
-    #[error("user {0} cannot follow themselves")]
-    SelfFollow(u64),
-    /// A follow that already exists.
-    #[error("user {uid} already follows {target}")]
-    AlreadyFollowing {
-        /// The follower.
-        uid: u64,
-        /// The followee.
-        target: u64,
-    },
-    /// An unfollow of someone not followed.
-    #[error("user {uid} does not follow {target}")]
-    NotFollowing {
-        /// The would-be follower.
-        uid: u64,
-        /// The would-be followee.
-        target: u64,
-    },
     /// No post has this id.
     #[error("post {0} not found")]
     UnknownPost(u64),
@@ -45,7 +27,10 @@ pub enum Error {
     /// The feed is shutting down and takes no more writes.
     #[error("the server is shutting down")]
     ShuttingDown,
-    /// A stored record that does not decode.
+    /// A blocking task panicked or was cancelled: the server's fault, whatever was asked.
+    #[error("a blocking task failed: {0}")]
+    TaskFailed(String),
+    /// A journal record that does not decode.
     #[error("corrupt {what}: {reason}")]
     Corrupt {
         /// Which record.
@@ -53,9 +38,6 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// RocksDB failed.
-    #[error("rocksdb: {0}")]
-    Rocks(#[from] rocksdb::Error),
     /// Redis failed or is unreachable.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),

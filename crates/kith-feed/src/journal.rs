@@ -326,6 +326,23 @@ fn commit(
     }
 }
 
+/// Removes journal segments (already gone is fine) and syncs their directory.
+pub(crate) fn remove_segments(paths: &[std::path::PathBuf], dir: &Path) -> Result<()> {
+    for p in paths {
+        match std::fs::remove_file(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("removing {}", p.display()))(e)),
+        }
+    }
+    if !paths.is_empty() {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(Error::io(format!("syncing {}", dir.display())))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! `kith-feed`: Twibo's feeds on kith.
 //!
-//! What it is: a directed follow graph and posts in their own RocksDB next to the user store;
-//! feeds built by **pull** (k-way merge of the followees' newest posts at read time),
+//! What it is: a directed follow graph and posts, kept by the storage engine
+//! ([`kith_store::Engine`]); feeds built by **pull** (k-way merge of the followees' newest posts at read time),
 //! **push** (post ids fanned out to followers' timelines on write, asynchronously and
 //! pipelined, timelines bounded in length) or **hybrid** (push for ordinary authors, pull for
 //! authors above a follower threshold); post bodies cached **aside** (read-through,
@@ -9,7 +9,11 @@
 //! moved into the database in the background, replayed on start, so no acknowledged post is
 //! lost); caches and timelines in process (bounded in bytes) or in Redis.
 //!
-//! What it is not: the HTTP layer (`kith-server`) or the user store (`kith-store`).
+//! Friendship writes go through the feed too ([`Feed::put_user`], [`Feed::add_friend`],
+//! [`Feed::delete_friend`]), so that every change also drops the cached friend lists it made
+//! stale, and friend-list reads through [`Feed::friends`], strong or eventual.
+//!
+//! What it is not: the HTTP layer (`kith-server`) or storage (`kith-store`).
 //!
 //! Invariants: a post id is below 2^53 and larger than every id before it; a timeline read
 //! never returns ids below the timeline's floor (the point down to which it is complete);
@@ -17,19 +21,15 @@
 
 mod cache;
 mod config;
-mod db;
 mod error;
 mod feed;
 mod journal;
 mod metrics;
 mod post;
+mod task;
 
-pub use cache::Backend;
 pub use config::{CacheMode, FeedConfig, Strategy};
-pub use db::{Degree, FeedDb, MAX_FOLLOW_TARGETS};
 pub use error::{Error, Result};
-pub use feed::{Feed, FeedPage, Follows, HitRate, MAX_FEED_PAGE, merge_newest};
-pub use journal::{Journal, JournalCounters, Pending, SharedPending};
-pub use post::{
-    IdGen, MAX_CONTENT_BYTES, Post, check_content, decode_cursor, encode_cursor, now_ms,
-};
+pub use feed::{Consistency, Feed, MAX_FEED_PAGE};
+pub use post::{decode_cursor, encode_cursor};
+pub use task::blocking;

@@ -1,11 +1,39 @@
-//! Every error the API returns: JSON `{"error": "<code>", "message": "..."}` with a status
-//! that says whose fault it is. Bad input is never a 500.
+//! Errors: the crate's [`Error`] (what `serve` can fail with), and every error the API
+//! returns, JSON `{"error": "<code>", "message": "..."}` with a status that says whose fault
+//! it is. This is the one place engine, feed and extractor errors become statuses and codes.
+//! Bad input is never a 500; a failed blocking task always is.
+
+use std::net::SocketAddr;
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
+
+/// Everything serving can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The feed could not open (its journal, the engine's follows and posts, the backend)
+    /// or shut down cleanly.
+    #[error(transparent)]
+    Feed(#[from] kith_feed::Error),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The listener failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The server's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The body of every error response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -62,6 +90,9 @@ impl From<kith_store::Error> for ApiError {
             E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             E::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             E::StaleCursor { .. } => (StatusCode::CONFLICT, "stale_cursor"),
+            E::SelfFollow(_) => (StatusCode::UNPROCESSABLE_ENTITY, "self_follow"),
+            E::AlreadyFollowing { .. } => (StatusCode::CONFLICT, "already_following"),
+            E::NotFollowing { .. } => (StatusCode::NOT_FOUND, "not_following"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         ApiError::new(status, code, e.to_string())
@@ -76,14 +107,12 @@ impl From<kith_feed::Error> for ApiError {
                 let E::Store(inner) = e else { unreachable!() };
                 return inner.into();
             }
-            E::SelfFollow(_) => (StatusCode::UNPROCESSABLE_ENTITY, "self_follow"),
-            E::AlreadyFollowing { .. } => (StatusCode::CONFLICT, "already_following"),
-            E::NotFollowing { .. } => (StatusCode::NOT_FOUND, "not_following"),
             E::UnknownPost(_) => (StatusCode::NOT_FOUND, "unknown_post"),
             E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             E::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             E::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"),
             E::Redis(_) => (StatusCode::SERVICE_UNAVAILABLE, "cache_unavailable"),
+            E::TaskFailed(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         ApiError::new(status, code, e.to_string())
@@ -122,4 +151,38 @@ impl From<PathRejection> for ApiError {
 }
 
 /// The API's result type.
-pub type ApiResult<T> = Result<T, ApiError>;
+pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_failed_blocking_task_is_a_500_and_bad_input_is_not() {
+        let failed = kith_feed::blocking(|| -> kith_store::Result<()> { panic!("in a test") });
+        let e = ApiError::from(failed.await.unwrap_err());
+        assert_eq!((e.status, e.code), (StatusCode::INTERNAL_SERVER_ERROR, "internal"));
+        type Make = fn() -> kith_store::Error;
+        let cases: [(Make, StatusCode, &str); 4] = [
+            (|| kith_store::Error::UnknownUser(3), StatusCode::NOT_FOUND, "unknown_user"),
+            (|| kith_store::Error::SelfFollow(3), StatusCode::UNPROCESSABLE_ENTITY, "self_follow"),
+            (
+                || kith_store::Error::AlreadyFollowing { uid: 1, target: 2 },
+                StatusCode::CONFLICT,
+                "already_following",
+            ),
+            (
+                || kith_store::Error::NotFollowing { uid: 1, target: 2 },
+                StatusCode::NOT_FOUND,
+                "not_following",
+            ),
+        ];
+        for (make, status, code) in cases {
+            // Straight from the engine or through the feed: one mapping either way.
+            let direct = ApiError::from(make());
+            let wrapped = ApiError::from(kith_feed::Error::from(make()));
+            assert_eq!((direct.status, direct.code), (status, code));
+            assert_eq!((wrapped.status, wrapped.code), (status, code));
+        }
+    }
+}

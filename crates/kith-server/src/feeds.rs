@@ -2,13 +2,14 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use kith_feed::{MAX_FEED_PAGE, MAX_FOLLOW_TARGETS, Post};
+use kith_feed::MAX_FEED_PAGE;
+use kith_store::{MAX_FOLLOW_TARGETS, Post};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{Json, Path, Query};
+use crate::state::AppState;
 use crate::users::page_limit;
 
 /// Whom to follow.

@@ -1,24 +1,27 @@
 //! `kith-server`: kith's HTTP/JSON service.
 //!
 //! What it is: Parker's social-graph API (users, profiles, friend lists, listings, shortest
-//! paths, neighbourhoods) and Twibo's feeds (follows, posts, pull/push/hybrid feeds) over
-//! the embedded store, on axum. Store calls run on tokio's blocking pool, never on the
-//! executor. The OpenAPI document (`GET /openapi.json`) is generated from the handlers'
+//! paths, neighbourhoods) and Twibo's feeds (follows, posts, pull/push/hybrid feeds) over a
+//! storage engine (`Arc<dyn kith_store::Engine>`), on axum. Engine calls run on tokio's
+//! blocking pool ([`kith_feed::blocking`]), never on the executor; friendship writes and
+//! friend-list reads go through the feed, which keeps its cache of friend lists in step. The OpenAPI document (`GET /openapi.json`) is generated from the handlers'
 //! annotations. Every error is JSON with a code; bad input never gets a 500. Writes can
 //! require a bearer token. `GET /metrics` is Prometheus text; `GET /stats` is JSON with the
 //! cache hit rates. Shutdown stops accepting, finishes in-flight requests, runs the queued
-//! fan-out, flushes write-back and closes the store.
+//! fan-out, flushes write-back and lets go of the engine.
 //!
-//! What it is not: the store (`kith-store`) or the feed logic (`kith-feed`).
+//! What it is not: storage (`kith-store`) or the feed logic (`kith-feed`).
 
 mod error;
 mod extract;
 mod feeds;
 mod metrics;
+mod state;
 mod users;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -28,15 +31,18 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kith_feed::{Feed, FeedConfig};
-use kith_store::Store;
+use kith_store::Engine;
 use prometheus::Registry;
 use serde::Serialize;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use error::{ApiError, ErrorBody};
-pub use metrics::HttpMetrics;
+pub use error::{Error, Result};
+
+use error::{ApiError, ErrorBody};
+use metrics::HttpMetrics;
+use state::AppState;
 
 /// The server's settings.
 #[derive(Clone, Debug)]
@@ -63,16 +69,6 @@ impl Default for ServerConfig {
             feed: FeedConfig::default(),
         }
     }
-}
-
-/// What handlers share.
-#[derive(Clone, Debug)]
-pub struct AppState {
-    store: Arc<Store>,
-    feed: Arc<Feed>,
-    registry: Registry,
-    token: Option<Arc<str>>,
-    token_reads: bool,
 }
 
 #[derive(OpenApi)]
@@ -117,11 +113,6 @@ fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(feeds::get_post))
         .routes(routes!(feeds::feed))
         .split_for_parts()
-}
-
-/// The generated OpenAPI document.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_routes().1
 }
 
 /// Cache and queue figures.
@@ -212,7 +203,7 @@ async fn auth(State(s): State<AppState>, req: Request, next: Next) -> Response {
 }
 
 /// The whole application.
-pub fn app(state: AppState, body_limit: usize, http: HttpMetrics) -> Router {
+fn app(state: AppState, body_limit: usize, http: HttpMetrics) -> Router {
     let (api, doc) = api_routes();
     let doc = Arc::new(doc);
     api.route(
@@ -240,19 +231,22 @@ pub struct Served {
     pub addr: SocketAddr,
 }
 
-/// Serves until `shutdown` completes, then shuts down gracefully. `on_ready` gets the bound
-/// address (useful with port 0).
+/// Serves `engine` until `shutdown` completes, then shuts down gracefully: stops accepting,
+/// finishes in-flight requests, runs the queued fan-out, flushes write-back and closes the
+/// journal. The feed's write-back journal lives in `journal_dir` (`kith serve` uses
+/// `<store>/feed-journal`). `on_ready` gets the bound address (useful with port 0).
 pub async fn serve(
-    store: Arc<Store>,
+    engine: Arc<dyn Engine>,
+    journal_dir: PathBuf,
     config: ServerConfig,
     on_ready: impl FnOnce(SocketAddr) + Send,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<Served, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Served> {
     let registry = Registry::new();
-    let feed = Feed::open(store.clone(), config.feed.clone(), &registry).await?;
+    let feed = Feed::open(engine.clone(), journal_dir, config.feed.clone(), &registry).await?;
     let http = HttpMetrics::new(&registry);
     let state = AppState {
-        store,
+        engine,
         feed: feed.clone(),
         registry,
         token: config.token.as_deref().map(Arc::from),
@@ -260,7 +254,7 @@ pub async fn serve(
     };
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+        .map_err(|source| Error::Listen { addr: config.addr, source })?;
     let addr = listener.local_addr()?;
     on_ready(addr);
     axum::serve(listener, app(state, config.body_limit, http))

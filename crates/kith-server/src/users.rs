@@ -1,29 +1,27 @@
 //! Parker's API: users, profiles, friend lists, listings, paths and neighbourhoods.
+//! Friendship writes and friend-list reads go through the feed (which keeps its cache of
+//! friend lists in step); everything else is one engine call.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use base64::Engine;
-use kith_store::{MAX_DATA_BYTES, MAX_NEIGHBORHOOD_HOPS, MAX_PAGE, MAX_PATH_HOPS, Store};
+use base64::Engine as _;
+use kith_store::{Engine, MAX_DATA_BYTES, MAX_NEIGHBORHOOD_HOPS, MAX_PAGE, MAX_PATH_HOPS};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{Json, Path, Query};
+use crate::state::AppState;
 
-/// Runs a blocking store call off the async executor.
-pub(crate) async fn blocking<T: Send + 'static>(
-    store: &Arc<Store>,
-    f: impl FnOnce(&Store) -> kith_store::Result<T> + Send + 'static,
+/// Runs one engine call on the blocking pool, off the async executor.
+async fn engine_call<T: Send + 'static>(
+    s: &AppState,
+    f: impl FnOnce(&dyn Engine) -> kith_store::Result<T> + Send + 'static,
 ) -> ApiResult<T> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || f(&store))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(ApiError::from)
+    let engine = s.engine.clone();
+    Ok(kith_feed::blocking(move || f(engine.as_ref())).await?)
 }
 
 /// A profile.
@@ -101,6 +99,15 @@ pub enum Consistency {
     Strong,
     /// May be served from cache.
     Eventual,
+}
+
+impl From<Consistency> for kith_feed::Consistency {
+    fn from(c: Consistency) -> Self {
+        match c {
+            Consistency::Strong => kith_feed::Consistency::Strong,
+            Consistency::Eventual => kith_feed::Consistency::Eventual,
+        }
+    }
 }
 
 /// A page of a friend list.
@@ -254,7 +261,7 @@ pub async fn get_user(
     State(s): State<AppState>,
     Path(uid): Path<u64>,
 ) -> ApiResult<axum::Json<UserJson>> {
-    let u = blocking(&s.store, move |st| st.get_user(uid)).await?;
+    let u = engine_call(&s, move |e| e.get_user(uid)).await?;
     Ok(axum::Json(UserJson {
         uid: u.uid,
         profile: u.profile.into(),
@@ -291,23 +298,7 @@ pub async fn put_user(
             Some(bytes)
         }
     };
-    let profile: kith_store::Profile = body.profile.into();
-    let friends = body.friends;
-    // The old friends lose this user too: invalidate both old and new lists.
-    let old = blocking(&s.store, move |st| match st.get_all_friends(uid) {
-        Ok(f) => Ok(f),
-        Err(kith_store::Error::UnknownUser(_)) => Ok(Vec::new()),
-        Err(e) => Err(e),
-    })
-    .await?;
-    let mut touched: Vec<u64> = old.iter().chain(&friends).copied().collect();
-    touched.push(uid);
-    let u = blocking(&s.store, move |st| {
-        st.put_user(uid, &profile, &friends, data.as_deref())?;
-        st.get_user(uid)
-    })
-    .await?;
-    s.feed.invalidate_friends(&touched).await?;
+    let u = s.feed.put_user(uid, body.profile.into(), body.friends, data).await?;
     Ok(axum::Json(UserJson {
         uid: u.uid,
         profile: u.profile.into(),
@@ -324,7 +315,7 @@ pub async fn get_profile(
     State(s): State<AppState>,
     Path(uid): Path<u64>,
 ) -> ApiResult<axum::Json<ProfileJson>> {
-    Ok(axum::Json(blocking(&s.store, move |st| st.get_profile(uid)).await?.into()))
+    Ok(axum::Json(engine_call(&s, move |e| e.get_profile(uid)).await?.into()))
 }
 
 /// Replaces the profile.
@@ -338,9 +329,9 @@ pub async fn put_profile(
     Json(body): Json<ProfileJson>,
 ) -> ApiResult<axum::Json<ProfileJson>> {
     let profile: kith_store::Profile = body.into();
-    let p = blocking(&s.store, move |st| {
-        st.put_profile(uid, &profile)?;
-        st.get_profile(uid)
+    let p = engine_call(&s, move |e| {
+        e.put_profile(uid, &profile)?;
+        e.get_profile(uid)
     })
     .await?;
     Ok(axum::Json(p.into()))
@@ -358,18 +349,9 @@ pub async fn get_friends(
     let limit = page_limit(q.limit, 100, MAX_PAGE as u64, "limit")?;
     let offset = q.offset.unwrap_or(0);
     let consistency = q.consistency.unwrap_or(Consistency::Strong);
-    let (friends, total) = match consistency {
-        Consistency::Strong => {
-            let off = usize::try_from(offset).unwrap_or(usize::MAX);
-            let page = blocking(&s.store, move |st| st.get_friends_list(uid, off, limit)).await?;
-            (page.friends, page.total as u64)
-        }
-        Consistency::Eventual => {
-            let all = s.feed.friends_eventual(uid).await?;
-            let from = (offset as usize).min(all.len());
-            (all[from..(from + limit).min(all.len())].to_vec(), all.len() as u64)
-        }
-    };
+    let off = usize::try_from(offset).unwrap_or(usize::MAX);
+    let page = s.feed.friends(uid, off, limit, consistency.into()).await?;
+    let (friends, total) = (page.friends, page.total as u64);
     Ok(axum::Json(FriendsJson { uid, friends, total, offset, consistency }))
 }
 
@@ -381,8 +363,7 @@ pub async fn add_friend(
     State(s): State<AppState>,
     Path((uid, fid)): Path<(u64, u64)>,
 ) -> ApiResult<axum::Json<FriendshipJson>> {
-    let changed = blocking(&s.store, move |st| st.add_friend(uid, fid)).await?;
-    s.feed.invalidate_friends(&[uid, fid]).await?;
+    let changed = s.feed.add_friend(uid, fid).await?;
     Ok(axum::Json(FriendshipJson { uid, fid, changed }))
 }
 
@@ -394,8 +375,7 @@ pub async fn delete_friend(
     State(s): State<AppState>,
     Path((uid, fid)): Path<(u64, u64)>,
 ) -> ApiResult<axum::Json<FriendshipJson>> {
-    let changed = blocking(&s.store, move |st| st.delete_friend(uid, fid)).await?;
-    s.feed.invalidate_friends(&[uid, fid]).await?;
+    let changed = s.feed.delete_friend(uid, fid).await?;
     Ok(axum::Json(FriendshipJson { uid, fid, changed }))
 }
 
@@ -415,7 +395,7 @@ pub async fn list_users(
                 .ok_or_else(|| ApiError::bad_parameter(format!("malformed cursor {c:?}")))?,
         ),
     };
-    let (users, next) = blocking(&s.store, move |st| st.users_page(cursor, limit)).await?;
+    let (users, next) = engine_call(&s, move |e| e.users_page(cursor, limit)).await?;
     Ok(axum::Json(UsersJson {
         users: users.into_iter().map(|(uid, p)| UserSummary { uid, profile: p.into() }).collect(),
         next_cursor: next.map(|c| c.encode()),
@@ -430,7 +410,7 @@ pub async fn random_users(
     Query(q): Query<RandomQuery>,
 ) -> ApiResult<axum::Json<UsersJson>> {
     let n = page_limit(q.n, 10, MAX_PAGE as u64, "n")?;
-    let users = blocking(&s.store, move |st| st.get_random_users(n, &mut rand::rng())).await?;
+    let users = engine_call(&s, move |e| e.random_users(n, &mut rand::rng())).await?;
     Ok(axum::Json(UsersJson {
         users: users.into_iter().map(|(uid, p)| UserSummary { uid, profile: p.into() }).collect(),
         next_cursor: None,
@@ -451,7 +431,7 @@ pub async fn shortest_path(
         )));
     }
     let (from, to) = (q.from, q.to);
-    let path = blocking(&s.store, move |st| st.shortest_path(from, to, max_hops)).await?;
+    let path = engine_call(&s, move |e| e.shortest_path(from, to, max_hops)).await?;
     let hops = path.as_ref().map(|p| p.len() as u32 - 1);
     Ok(axum::Json(PathJson { from, to, max_hops, path, hops }))
 }
@@ -473,7 +453,7 @@ pub async fn neighborhood(
     }
     let limit = page_limit(q.limit, 10_000, MAX_NEIGHBORHOOD_USERS, "limit")?;
     let hops = q.hops;
-    let hood = blocking(&s.store, move |st| st.neighborhood(uid, hops, limit)).await?;
+    let hood = engine_call(&s, move |e| e.neighborhood(uid, hops, limit)).await?;
     Ok(axum::Json(HoodJson {
         uid,
         hops,

@@ -9,10 +9,13 @@ use rand::seq::index::sample;
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
-use crate::device::{DeviceModel, Head};
-use crate::error::Result;
-use crate::io::{DeviceMap, DeviceRead, IoCounters, measure};
-use crate::store::{CacheMode, Store};
+use crate::device::{DeviceModel, DeviceRead, Head};
+use crate::device_map::DeviceMap;
+use crate::error::{Error, Result};
+use crate::io::{IoCounters, measure};
+use crate::options::CacheMode;
+use crate::store::Store;
+use crate::trace;
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -174,7 +177,18 @@ impl Store {
     }
 
     /// Runs Bondhu's "list all friends" benchmark on this store as opened (cold or warm).
+    ///
+    /// # Errors
+    /// A device model or a kept trace without the `io-trace` feature: both need the
+    /// device trace, which such a build does not record.
     pub fn bench_friends(&self, bench: &FriendsBench) -> Result<FriendsReport> {
+        if (bench.device.is_some() || bench.keep_trace) && !trace::ENABLED {
+            return Err(Error::Invalid(
+                "device models and traces replay the pread trace, which this build does not \
+                 record: enable kith-store's io-trace feature"
+                    .into(),
+            ));
+        }
         let users = sample_users(self, bench.users, bench.seed)?;
         let cold = self.mode() == CacheMode::Cold;
         let mut map = DeviceMap::new();

@@ -18,9 +18,10 @@ use rand_pcg::Pcg64Mcg;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
-use crate::generation::NewLayout;
 use crate::record::Profile;
-use crate::store::{Store, lock};
+use crate::relayout::NewLayout;
+use crate::store::Store;
+use crate::sync::lock;
 
 /// Users the writer creates get uids from here up.
 pub const NEW_USER_BASE: u64 = 1 << 40;

@@ -7,7 +7,18 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::io::DeviceRead;
+/// A read placed on the device: byte address, length, microseconds since the first read.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceRead {
+    /// The file (its name in the store).
+    pub file: String,
+    /// Device byte address (from FIEMAP; a file-concatenation stand-in where unsupported).
+    pub address: u64,
+    /// Bytes.
+    pub len: u64,
+    /// When it was issued, µs after the first read of its batch.
+    pub at_us: f64,
+}
 
 /// A 7,200 rpm disk serving one request at a time: a read that starts where the last one
 /// ended costs only its transfer; any other pays a seek that grows with the square root of

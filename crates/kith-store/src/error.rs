@@ -1,6 +1,6 @@
 //! The store's error type.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything a store operation can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +12,25 @@ pub enum Error {
     /// A user was asked to befriend themselves.
     #[error("user {0} cannot be their own friend")]
     SelfFriendship(u64),
+    /// A user tried to follow themselves.
+    #[error("user {0} cannot follow themselves")]
+    SelfFollow(u64),
+    /// A follow that already exists.
+    #[error("user {uid} already follows {target}")]
+    AlreadyFollowing {
+        /// The follower.
+        uid: u64,
+        /// The followee.
+        target: u64,
+    },
+    /// An unfollow of someone not followed.
+    #[error("user {uid} does not follow {target}")]
+    NotFollowing {
+        /// The would-be follower.
+        uid: u64,
+        /// The would-be followee.
+        target: u64,
+    },
     /// A record or request is larger than the store accepts.
     #[error("{what} of {got} exceeds the limit of {limit}")]
     TooLarge {
@@ -67,6 +86,27 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Layout metadata naming a method or weight model this build does not know.
+    #[error(
+        "{}the stored layout metadata names the {what} {value:?}, which this kith does not know",
+        .store.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default()
+    )]
+    UnknownLayout {
+        /// The store, where known.
+        store: Option<PathBuf>,
+        /// `layout method` or `weight model`.
+        what: &'static str,
+        /// The stored name.
+        value: String,
+    },
+    /// A stored post (in the feed database, a journal or a cache) that does not decode.
+    #[error("corrupt {what}: {reason}")]
+    CorruptPost {
+        /// Which record, and where.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The layout could not be computed or read.
     #[error(transparent)]
     Layout(#[from] kith_layout::Error),
@@ -87,6 +127,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// Names the store in an error that does not name it yet.
+    pub(crate) fn in_store(self, path: &Path) -> Error {
+        match self {
+            Error::UnknownLayout { store: None, what, value } => {
+                Error::UnknownLayout { store: Some(path.to_path_buf()), what, value }
+            }
+            e => e,
+        }
+    }
+
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
         let context = context.into();
         move |source| Error::Io { context, source }

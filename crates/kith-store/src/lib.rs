@@ -9,9 +9,27 @@
 //! measured: blocks and bytes from RocksDB's perf context, and the device addresses of the
 //! reads, which the HDD and SSD models replay.
 //!
-//! What it is not: a server (that is `kith-server`) or a cache.
+//! The storage seam is [`Engine`]: Parker's API (users, profiles, data blocks, friend lists,
+//! listings, random users, shortest paths, neighbourhoods) and the feed's follows and posts as
+//! Rust methods, object safe, so the service and the feeds hold an `Arc<dyn Engine>`.
+//! [`Store`] implements it; its follows and posts live in a RocksDB of their own in
+//! `<store>/feed`, opened on first use. `tests/engine.rs` holds every engine to one contract.
+//!
+//! What it is not: a server (that is `kith-server`), a cache, or the feed logic (ids,
+//! timelines, fan-out: `kith-feed`).
 //!
 //! The key space and its invariants are described in `docs/store.md` and [`keys`](self).
+//!
+//! # Features
+//!
+//! - `io-trace` (off by default): [`measure`] also records the file, offset and length of
+//!   every `pread` the process issues, mapped to device addresses with `FIEMAP`, which the
+//!   HDD and SSD models of [`Store::bench_friends`] replay. It works by defining the C
+//!   symbols `pread` and `pread64` in the final binary (they forward to the system call), so
+//!   it changes every `pread` of the process: only a binary that wants device traces (the
+//!   benchmark harness) enables it. Without it, `measure` still counts RocksDB's blocks and
+//!   bytes, the trace and the device pages counted from it are empty, and a benchmark that
+//!   asks for a device model is refused with an error naming the feature.
 //!
 //! # Example
 //! ```
@@ -28,41 +46,55 @@
 //! ```
 
 mod bench;
+mod build;
 mod crash;
 mod device;
+mod device_map;
+mod engine;
 mod error;
+mod feed_db;
 mod generation;
 mod io;
 mod keys;
+mod meta;
+mod options;
+mod page;
 mod page_model;
 mod paths;
+mod post;
+mod read;
 mod record;
+mod relayout;
+mod rocks;
 mod status;
 mod store;
+mod sync;
+mod trace;
 mod verify;
 mod write;
 
-pub use bench::{FriendsBench, FriendsReport, FriendsSummary, UserRun, quantile, sample_users};
-pub use crash::{CrashCheck, NEW_USER_BASE, check_crash_log, crash_writer};
-pub use device::{DeviceModel, Hdd, Head, Ssd};
+// The storage seam and the values in its signatures.
+pub use engine::Engine;
 pub use error::{Error, Result};
-pub use generation::{
-    BuildOptions, DataSpec, NewLayout, RelayoutReport, build, synthetic_data, synthetic_profile,
-};
-pub use io::{
-    DeviceMap, DeviceRead, IoCounters, PAGE_BYTES, RawRead, fadvise_dontneed_dir, measure,
-};
-pub use page_model::{PageModel, paged_config};
+pub use feed_db::{Degree, MAX_FOLLOW_TARGETS};
+pub use page::{FriendsPage, UsersCursor, UsersPage, friends_page};
 pub use paths::{MAX_NEIGHBORHOOD_HOPS, MAX_PATH_HOPS, Neighborhood};
-pub use record::{
-    MAX_DATA_BYTES, MAX_FRIENDS, MAX_PAGE, MAX_PROFILE_BYTES, PROFILE_SCHEMA, Profile, User,
-};
-pub use status::{Status, StoreGraph, dir_bytes};
-pub use store::{
-    BLOCK_BYTES, CacheMode, DEFAULT_CHUNK_BYTES, FORMAT_VERSION, FriendsPage, LayoutMeta,
-    OpenOptions, Store, UsersCursor, UsersPage,
-};
-pub use verify::VerifyReport;
+pub use post::Post;
+pub use record::{MAX_DATA_BYTES, MAX_PAGE, Profile, User};
+pub use write::UserWrite;
+
+// The RocksDB store: opening, building, relayout, benchmarks and the crash test.
+pub use bench::{FriendsBench, FriendsReport};
+pub use build::{BuildOptions, DataSpec, build, synthetic_data, synthetic_profile};
+pub use crash::{check_crash_log, crash_writer};
+pub use device::{DeviceModel, Hdd};
+pub use io::measure;
+pub use meta::LayoutMeta;
+pub use options::{CacheMode, DEFAULT_CHUNK_BYTES, OpenOptions};
+pub use page_model::paged_config;
+pub use relayout::NewLayout;
+pub use status::dir_bytes;
+pub use store::Store;
 
 /// RocksDB's statistics tickers, for [`Store::ticker`].
 pub use rocksdb::statistics::Ticker;

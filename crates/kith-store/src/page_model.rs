@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use crate::options::BLOCK_BYTES;
 use crate::record::chunk_count;
-use crate::store::BLOCK_BYTES;
 
 /// The bytes of an internal key in the data range: 17 B of user key, 8 B of sequence and type.
 const DATA_INTERNAL_KEY: u64 = 25;
@@ -100,12 +100,9 @@ pub fn paged_config(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generation::{BuildOptions, DataSpec, build};
-    use crate::store::{CacheMode, DEFAULT_CHUNK_BYTES, LayoutMeta, OpenOptions, Store};
-    use kith_graph::Graph;
+    use crate::options::DEFAULT_CHUNK_BYTES;
 
-    /// The data range's blocks fall exactly where `PageModel` says: two positions share a
-    /// block if and only if they are in the same run of `records_per_block`.
+    /// A record of a block or more takes whole blocks of its own.
     #[test]
     fn big_records_take_whole_blocks() {
         for data in [3800u64, 4096, 9000, 40960] {
@@ -114,42 +111,6 @@ mod tests {
             assert_eq!(model.records_per_block, 1, "{data}");
             assert_eq!(model.entry_bytes, blocks * BLOCK_BYTES as u64, "{data}");
             assert_eq!(model.page_bytes(), BLOCK_BYTES as u64, "{data}");
-        }
-    }
-
-    #[test]
-    fn blocks_fall_where_the_page_model_says() {
-        for data in [4u64, 40, 100, 400, 1000] {
-            let dir = tempfile::tempdir().unwrap();
-            let n = 700u64;
-            let graph = Graph::from_edges((0..n).collect(), false, vec![(0, 1)]);
-            let layout = kith_layout::Layout::identity(n as usize);
-            let options = BuildOptions { data: DataSpec::Fixed(data), ..BuildOptions::default() };
-            drop(
-                build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options)
-                    .unwrap(),
-            );
-            let opts = OpenOptions { mode: CacheMode::Cold, ..OpenOptions::default() };
-            let store = Store::open(&dir.path().join("s"), &opts).unwrap();
-            let model = PageModel::for_data(data, DEFAULT_CHUNK_BYTES);
-            let per = model.records_per_block;
-            assert!(per >= 2, "{data} B: {model:?}");
-            let view = store.view();
-            let read = view.read_options();
-            for p in [0, per - 1, per, 3 * per - 1, 5 * per + 1] {
-                store.drop_caches().unwrap();
-                let (got, io) = crate::io::measure(|| {
-                    store.read_data_at(view.generation, &[p, p + 1], None, &read)
-                });
-                got.unwrap();
-                let same = p / per == (p + 1) / per;
-                assert_eq!(
-                    io.blocks,
-                    if same { 1 } else { 2 },
-                    "{data} B, positions {p} and {}: {model:?}",
-                    p + 1
-                );
-            }
         }
     }
 }

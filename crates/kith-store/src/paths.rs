@@ -1,10 +1,11 @@
-//! Parker's traversals over the stored friend lists: the shortest path between two users by
-//! bidirectional breadth-first search, and a user's neighbourhood within a few hops.
+//! Parker's traversals over friend lists: the shortest path between two users by
+//! bidirectional breadth-first search, and a user's neighbourhood within a few hops. They
+//! read nothing but whole friend lists (and whether a user exists), so every
+//! [`Engine`](crate::Engine) gets them as provided methods.
 
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::store::Store;
 
 /// The most hops `shortest_path` searches.
 pub const MAX_PATH_HOPS: u32 = 6;
@@ -20,99 +21,110 @@ pub struct Neighborhood {
     pub truncated: bool,
 }
 
-impl Store {
-    /// A shortest friendship path from `from` to `to` (both ends included) of at most
-    /// `max_hops` edges, or `None`. Bidirectional BFS that always expands the smaller
-    /// frontier, one whole level at a time, so the first level that meets gives the shortest.
-    pub fn shortest_path(&self, from: u64, to: u64, max_hops: u32) -> Result<Option<Vec<u64>>> {
-        if max_hops > MAX_PATH_HOPS {
-            return Err(Error::TooLarge {
-                what: "max_hops",
-                got: u64::from(max_hops),
-                limit: u64::from(MAX_PATH_HOPS),
-            });
+/// A shortest friendship path from `from` to `to` (both ends included) of at most
+/// `max_hops` edges, or `None`, over the friend lists `friends` reads; `contains` says
+/// whether a user exists. Bidirectional BFS that always expands the smaller frontier, one
+/// whole level at a time, so the first level that meets gives the shortest.
+pub(crate) fn shortest_path(
+    from: u64,
+    to: u64,
+    max_hops: u32,
+    contains: impl Fn(u64) -> Result<bool>,
+    friends: impl Fn(u64) -> Result<Vec<u64>>,
+) -> Result<Option<Vec<u64>>> {
+    if max_hops > MAX_PATH_HOPS {
+        return Err(Error::TooLarge {
+            what: "max_hops",
+            got: u64::from(max_hops),
+            limit: u64::from(MAX_PATH_HOPS),
+        });
+    }
+    // Both must exist, so an unknown id is an error rather than "no path".
+    for uid in [from, to] {
+        if !contains(uid)? {
+            return Err(Error::UnknownUser(uid));
         }
-        // Both must exist, so an unknown id is an error rather than "no path".
-        for uid in [from, to] {
-            if !self.contains(uid)? {
-                return Err(Error::UnknownUser(uid));
-            }
+    }
+    if from == to {
+        return Ok(Some(vec![from]));
+    }
+    // parent maps: node -> the node it was reached from (itself for the roots).
+    let mut side = [HashMap::from([(from, from)]), HashMap::from([(to, to)])];
+    let mut frontier = [vec![from], vec![to]];
+    let mut depth = [0u32, 0u32];
+    while depth[0] + depth[1] < max_hops {
+        let s = usize::from(frontier[1].len() < frontier[0].len());
+        if frontier[s].is_empty() {
+            return Ok(None);
         }
-        if from == to {
-            return Ok(Some(vec![from]));
-        }
-        // parent maps: node -> the node it was reached from (itself for the roots).
-        let mut side = [HashMap::from([(from, from)]), HashMap::from([(to, to)])];
-        let mut frontier = [vec![from], vec![to]];
-        let mut depth = [0u32, 0u32];
-        while depth[0] + depth[1] < max_hops {
-            let s = usize::from(frontier[1].len() < frontier[0].len());
-            if frontier[s].is_empty() {
-                return Ok(None);
-            }
-            let mut next = Vec::new();
-            // The best meeting found in this level: (total hops, node on side s, node on the other).
-            let mut best: Option<(u32, u64, u64)> = None;
-            for &u in &frontier[s] {
-                for v in self.get_all_friends(u)? {
-                    if let Some(dv) = depth_of(&side[1 - s], v, depth[1 - s]) {
-                        let total = depth[s] + 1 + dv;
-                        if total <= max_hops && best.is_none_or(|b| total < b.0) {
-                            best = Some((total, u, v));
-                        }
-                    }
-                    if let std::collections::hash_map::Entry::Vacant(e) = side[s].entry(v) {
-                        e.insert(u);
-                        next.push(v);
+        let mut next = Vec::new();
+        // The best meeting found in this level: (total hops, node on side s, node on the other).
+        let mut best: Option<(u32, u64, u64)> = None;
+        for &u in &frontier[s] {
+            for v in friends(u)? {
+                if let Some(dv) = depth_of(&side[1 - s], v, depth[1 - s]) {
+                    let total = depth[s] + 1 + dv;
+                    if total <= max_hops && best.is_none_or(|b| total < b.0) {
+                        best = Some((total, u, v));
                     }
                 }
+                if let std::collections::hash_map::Entry::Vacant(e) = side[s].entry(v) {
+                    e.insert(u);
+                    next.push(v);
+                }
             }
-            if let Some((_, u, v)) = best {
-                let mut path = walk(&side[s], u);
+        }
+        if let Some((_, u, v)) = best {
+            let mut path = walk(&side[s], u);
+            path.reverse();
+            path.extend(walk(&side[1 - s], v));
+            if s == 1 {
                 path.reverse();
-                path.extend(walk(&side[1 - s], v));
-                if s == 1 {
-                    path.reverse();
-                }
-                return Ok(Some(path));
             }
-            frontier[s] = next;
-            depth[s] += 1;
+            return Ok(Some(path));
         }
-        Ok(None)
+        frontier[s] = next;
+        depth[s] += 1;
     }
+    Ok(None)
+}
 
-    /// Users within `hops` (1 to 3) of `uid`, with their distance, at most `limit` of them.
-    pub fn neighborhood(&self, uid: u64, hops: u32, limit: usize) -> Result<Neighborhood> {
-        if hops == 0 || hops > MAX_NEIGHBORHOOD_HOPS {
-            return Err(Error::Invalid(format!(
-                "hops must be 1 to {MAX_NEIGHBORHOOD_HOPS}, got {hops}"
-            )));
-        }
-        let mut seen = HashMap::from([(uid, 0u32)]);
-        let mut users = Vec::new();
-        let mut frontier = vec![uid];
-        for d in 1..=hops {
-            let mut next = Vec::new();
-            for &u in &frontier {
-                for v in self.get_all_friends(u)? {
-                    if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(v) {
-                        e.insert(d);
-                        next.push(v);
-                    }
-                }
-            }
-            next.sort_unstable();
-            for &v in &next {
-                if users.len() == limit {
-                    return Ok(Neighborhood { users, truncated: true });
-                }
-                users.push((v, d));
-            }
-            frontier = next;
-        }
-        Ok(Neighborhood { users, truncated: false })
+/// Users within `hops` (1 to 3) of `uid`, with their distance, at most `limit` of them, over
+/// the friend lists `friends` reads.
+pub(crate) fn neighborhood(
+    uid: u64,
+    hops: u32,
+    limit: usize,
+    friends: impl Fn(u64) -> Result<Vec<u64>>,
+) -> Result<Neighborhood> {
+    if hops == 0 || hops > MAX_NEIGHBORHOOD_HOPS {
+        return Err(Error::Invalid(format!(
+            "hops must be 1 to {MAX_NEIGHBORHOOD_HOPS}, got {hops}"
+        )));
     }
+    let mut seen = HashMap::from([(uid, 0u32)]);
+    let mut users = Vec::new();
+    let mut frontier = vec![uid];
+    for d in 1..=hops {
+        let mut next = Vec::new();
+        for &u in &frontier {
+            for v in friends(u)? {
+                if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(v) {
+                    e.insert(d);
+                    next.push(v);
+                }
+            }
+        }
+        next.sort_unstable();
+        for &v in &next {
+            if users.len() == limit {
+                return Ok(Neighborhood { users, truncated: true });
+            }
+            users.push((v, d));
+        }
+        frontier = next;
+    }
+    Ok(Neighborhood { users, truncated: false })
 }
 
 /// The BFS depth of `v` on a side, if reached. Depths are not stored: a node is in the map
@@ -145,64 +157,4 @@ fn walk(side: &HashMap<u64, u64>, v: u64) -> Vec<u64> {
         at = parent;
     }
     path
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::{BuildOptions, DataSpec, LayoutMeta, build};
-
-    fn store(dir: &std::path::Path) -> crate::Store {
-        let graph = kith_layout::paper_example();
-        let layout = kith_layout::Layout::identity(graph.num_nodes());
-        let options = BuildOptions { data: DataSpec::Fixed(4), ..BuildOptions::default() };
-        build(&dir.join("s"), &graph, &layout, LayoutMeta::default(), &options).unwrap()
-    }
-
-    #[test]
-    fn paths_are_shortest_and_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = store(dir.path());
-        let uids: Vec<u64> = s.get_all_users().map(|r| r.unwrap().0).collect();
-        assert_eq!(uids.len(), 7);
-        // Brute force: plain BFS distances from every user.
-        for &a in &uids {
-            let mut dist = std::collections::HashMap::from([(a, 0u32)]);
-            let mut q = std::collections::VecDeque::from([a]);
-            while let Some(u) = q.pop_front() {
-                for v in s.get_all_friends(u).unwrap() {
-                    if !dist.contains_key(&v) {
-                        dist.insert(v, dist[&u] + 1);
-                        q.push_back(v);
-                    }
-                }
-            }
-            for &b in &uids {
-                let want = dist.get(&b).copied();
-                for max in 0..=6 {
-                    let got = s.shortest_path(a, b, max).unwrap();
-                    match (want, &got) {
-                        (Some(d), Some(p)) if d <= max => {
-                            assert_eq!(p.len() as u32, d + 1, "{a}->{b} max {max}: {p:?}");
-                            assert_eq!((p[0], *p.last().unwrap()), (a, b));
-                            for w in p.windows(2) {
-                                assert!(s.get_all_friends(w[0]).unwrap().contains(&w[1]));
-                            }
-                        }
-                        (Some(d), None) => assert!(d > max, "{a}->{b} max {max}: none, d={d}"),
-                        (None, None) => {}
-                        _ => panic!("{a}->{b} max {max}: {got:?}, distance {want:?}"),
-                    }
-                }
-            }
-            let hood = s.neighborhood(a, 2, 100).unwrap();
-            let mut want: Vec<(u64, u32)> =
-                dist.iter().filter(|&(&v, &d)| v != a && d <= 2).map(|(&v, &d)| (v, d)).collect();
-            want.sort_by_key(|&(v, d)| (d, v));
-            assert_eq!(hood.users, want);
-        }
-        assert!(s.shortest_path(1, 99, 3).is_err());
-        assert!(s.shortest_path(1, 2, 7).is_err());
-        assert!(s.neighborhood(1, 4, 10).is_err());
-        assert!(s.neighborhood(1, 1, 1).unwrap().truncated);
-    }
 }

@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::keys;
+use crate::meta::LayoutMeta;
 use crate::record;
-use crate::store::{LayoutMeta, Store};
+use crate::store::Store;
 
 /// The friendship graph as stored, with where each user is.
 #[derive(Debug)]
@@ -133,7 +134,10 @@ impl Store {
     pub fn status(&self, fresh: Option<LayoutConfig>) -> Result<Status> {
         let sg = self.graph()?;
         let meta = self.layout_meta()?;
-        let config = fresh.unwrap_or_else(|| meta.config());
+        let config = match fresh {
+            Some(config) => config,
+            None => meta.config().map_err(|e| e.in_store(&self.path))?,
+        };
         let (record_bytes, page_bytes) = (config.record_bytes, config.page_bytes);
         let current = Layout::from_order(sg.order.clone())?;
         let t = std::time::Instant::now();

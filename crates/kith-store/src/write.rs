@@ -10,7 +10,18 @@ use rocksdb::{ReadOptions, WriteBatch};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::record::{self, Friend, MAX_DATA_BYTES, MAX_FRIENDS, Profile, chunk_count};
-use crate::store::{STRIPES, Store, lock};
+use crate::store::{STRIPES, Store};
+use crate::sync::lock;
+
+/// What [`Store::put_user`] changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserWrite {
+    /// Whether the user did not exist before.
+    pub created: bool,
+    /// The user and every user whose friend list changed (a friendship added or dropped),
+    /// ascending: the lists a cache of friend lists must drop.
+    pub touched: Vec<u64>,
+}
 
 impl Store {
     /// Locks the stripes of `uids` in ascending stripe order.
@@ -54,8 +65,8 @@ impl Store {
             return Ok(false);
         }
         let mut batch = WriteBatch::default();
-        Self::put_entry(&mut batch, generation, u, pu, &fu);
-        Self::put_entry(&mut batch, generation, v, pv, &fv);
+        put_entry(&mut batch, generation, u, pu, &fu);
+        put_entry(&mut batch, generation, v, pv, &fv);
         self.write(batch)?;
         Ok(true)
     }
@@ -110,14 +121,15 @@ impl Store {
 
     /// Creates or replaces a whole user: profile, friends (each must exist; the friendships
     /// change on both sides in the same batch) and, if given, the data block. A new user is
-    /// appended after the last position.
+    /// appended after the last position. Returns whether the user is new and whose friend
+    /// lists changed, as read under the users' locks.
     pub fn put_user(
         &self,
         uid: u64,
         profile: &Profile,
         friends: &[u64],
         data: Option<&[u8]>,
-    ) -> Result<()> {
+    ) -> Result<UserWrite> {
         let encoded = profile.encode()?;
         if let Some(d) = data {
             check_data(d)?;
@@ -167,7 +179,7 @@ impl Store {
         generation: u32,
         existing: Option<u64>,
         old: &[Friend],
-    ) -> Result<()> {
+    ) -> Result<UserWrite> {
         let read = ReadOptions::default();
         let mut entries = BTreeMap::new();
         for &f in wanted {
@@ -187,16 +199,19 @@ impl Store {
         batch.put(pk, record::encode_header(&pk, uid, encoded_profile));
         let list: Vec<Friend> =
             wanted.iter().map(|&f| Friend { uid: f, position: entries[&f].0 }).collect();
-        Self::put_entry(&mut batch, generation, uid, pos, &list);
+        put_entry(&mut batch, generation, uid, pos, &list);
         // The other side of every friendship that changes.
         let me = Friend { uid, position: pos };
         let removed = old.iter().filter(|f| wanted.binary_search(&f.uid).is_err());
         let added = list.iter().filter(|f| old.binary_search_by_key(&f.uid, |o| o.uid).is_err());
+        let mut touched = vec![uid];
         for (f, add) in removed.map(|f| (f, false)).chain(added.map(|f| (f, true))) {
             let (theirs_at, theirs) = entries.get_mut(&f.uid).expect("read above");
             edit(theirs, me, add)?;
-            Self::put_entry(&mut batch, generation, f.uid, *theirs_at, theirs);
+            put_entry(&mut batch, generation, f.uid, *theirs_at, theirs);
+            touched.push(f.uid);
         }
+        touched.sort_unstable();
         match data {
             Some(d) => self.put_data_into(&mut batch, generation, pos, d, &read)?,
             None if existing.is_none() => {
@@ -206,8 +221,15 @@ impl Store {
             }
             None => {}
         }
-        self.write(batch)
+        self.write(batch)?;
+        Ok(UserWrite { created: existing.is_none(), touched })
     }
+}
+
+/// Writes `uid`'s index entry (position and friend list) into `batch`.
+fn put_entry(batch: &mut WriteBatch, generation: u32, uid: u64, pos: u64, friends: &[Friend]) {
+    let key = keys::index(generation, uid);
+    batch.put(key, record::encode_entry(&key, pos, friends));
 }
 
 fn check_data(data: &[u8]) -> Result<()> {

@@ -1,17 +1,17 @@
 //! The feed's background work: the fan-out queue and the tasks that deliver posts to
 //! followers' timelines, and write-back flushing of journaled posts into the feed database.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
 
-use super::{FanJob, Feed, blocking};
-use crate::error::{Error, Result};
-use crate::journal::lock;
+use super::{FanJob, Feed};
+use crate::error::Result;
+use crate::journal::{lock, remove_segments};
 use crate::post::Post;
+use crate::task::blocking;
 
 impl Feed {
     pub(super) async fn enqueue(&self, job: FanJob) {
@@ -50,8 +50,8 @@ impl Feed {
             FanJob::Post { author, id } => (author, vec![id]),
             FanJob::Author { author } => (author, self.author_recent(author).await?),
         };
-        let db = self.db.clone();
-        let followers = blocking(move || db.followers(author, 0, usize::MAX)).await?;
+        let engine = self.engine.clone();
+        let followers = blocking(move || engine.followers(author, 0, usize::MAX)).await?;
         self.metrics.fanout_deliveries.inc_by(followers.len() as u64);
         self.backend.timeline_add(&followers, &ids, self.config.timeline_len).await
     }
@@ -87,9 +87,9 @@ impl Feed {
         let mut to_delete = self.to_delete.lock().await;
         to_delete.extend(journal.rotate().await?);
         let posts: Vec<Arc<Post>> = lock(&self.pending).posts.values().cloned().collect();
-        let db = self.db.clone();
+        let engine = self.engine.clone();
         let batch = posts.clone();
-        blocking(move || db.put_posts(&batch.iter().map(|p| p.as_ref()).collect::<Vec<_>>()))
+        blocking(move || engine.put_posts(&batch.iter().map(|p| p.as_ref()).collect::<Vec<_>>()))
             .await?;
         {
             let mut p = lock(&self.pending);
@@ -99,8 +99,7 @@ impl Feed {
             self.metrics.pending.set(p.posts.len() as i64);
         }
         self.metrics.flushed.inc_by(posts.len() as u64);
-        let dir = self.store.path().join("feed-journal");
-        remove_segments(&to_delete, &dir)?;
+        remove_segments(&to_delete, &self.journal_dir)?;
         to_delete.clear();
         Ok(())
     }
@@ -118,21 +117,4 @@ impl Feed {
         }
         flushed
     }
-}
-
-/// Removes journal segments (already gone is fine) and syncs their directory.
-pub(super) fn remove_segments(paths: &[std::path::PathBuf], dir: &Path) -> Result<()> {
-    for p in paths {
-        match std::fs::remove_file(p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("removing {}", p.display()))(e)),
-        }
-    }
-    if !paths.is_empty() {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(Error::io(format!("syncing {}", dir.display())))?;
-    }
-    Ok(())
 }

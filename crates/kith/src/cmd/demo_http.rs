@@ -47,6 +47,7 @@ pub(crate) fn run(
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let server = runtime.spawn(kith_server::serve(
         store.clone(),
+        store_dir.join("feed-journal"),
         config,
         move |addr| {
             let _ = addr_tx.send(addr);

@@ -104,6 +104,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     runtime
         .block_on(kith_server::serve(
             store.clone(),
+            args.dir.join("feed-journal"),
             config,
             |addr| {
                 println!("kith serve: listening on http://{addr} ({describe})");

@@ -220,7 +220,7 @@ fn relayout_cmd(args: RelayoutArgs) -> Result<()> {
         bail!("relayout needs --layout <file> or --method <name>");
     }
     let store = open(&args.dir)?;
-    let stored = store.layout_meta()?.config();
+    let stored = store.layout_config()?;
     let paged = (stored.record_bytes, stored.page_bytes);
     let report = match &args.layout.layout {
         Some(_) => {
@@ -265,7 +265,7 @@ pub(crate) struct StatusArgs {
 
 fn status_cmd(args: StatusArgs) -> Result<()> {
     let store = open(&args.dir)?;
-    let stored = store.layout_meta()?.config();
+    let stored = store.layout_config()?;
     let fresh = args.method.map(|method| LayoutConfig { method, ..stored });
     let s = store.status(fresh)?;
     if args.json {

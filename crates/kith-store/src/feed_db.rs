@@ -1,5 +1,5 @@
-//! The feed database: the follow graph and the posts, in their own RocksDB next to the
-//! user store (`<store>/feed`), every write synced before it is acknowledged.
+//! The feed database: the follow graph and the posts, in a RocksDB of their own inside the
+//! user store's directory (`<store>/feed`), every write synced before it is acknowledged.
 //!
 //! Keys (big-endian, so RocksDB's order is the order we scan in):
 //! - `F uid target` — uid follows target (followees of uid, ascending)
@@ -15,6 +15,7 @@ use rocksdb::{DB, Direction, IteratorMode, Options, ReadOptions, WriteBatch, Wri
 
 use crate::error::{Error, Result};
 use crate::post::Post;
+use crate::sync::lock;
 
 const FOLLOWS: u8 = b'F';
 const FOLLOWERS: u8 = b'R';
@@ -52,7 +53,7 @@ pub struct Degree {
 }
 
 /// The feed database.
-pub struct FeedDb {
+pub(crate) struct FeedDb {
     db: DB,
     degrees: RwLock<HashMap<u64, Degree>>,
     /// Serialises follow-graph edits so "already following" checks and counts stay exact.
@@ -67,7 +68,7 @@ impl std::fmt::Debug for FeedDb {
 
 impl FeedDb {
     /// Opens (creating if needed) the feed database in `dir`.
-    pub fn open(dir: &Path) -> Result<FeedDb> {
+    pub(crate) fn open(dir: &Path) -> Result<FeedDb> {
         let mut o = Options::default();
         o.create_if_missing(true);
         o.set_paranoid_checks(true);
@@ -92,19 +93,19 @@ impl FeedDb {
     }
 
     /// The user's follow counts.
-    pub fn degree(&self, uid: u64) -> Degree {
+    pub(crate) fn degree(&self, uid: u64) -> Degree {
         let d = self.degrees.read().unwrap_or_else(PoisonError::into_inner);
         d.get(&uid).copied().unwrap_or_default()
     }
 
     /// Whether `uid` follows `target`.
-    pub fn follows(&self, uid: u64, target: u64) -> Result<bool> {
+    pub(crate) fn follows(&self, uid: u64, target: u64) -> Result<bool> {
         Ok(self.db.get_pinned(key2(FOLLOWS, uid, target))?.is_some())
     }
 
     /// Makes `uid` follow every target, atomically: if any is already followed (or named
     /// twice) nothing changes. Existence of the users is the caller's to check.
-    pub fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
+    pub(crate) fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
         if targets.is_empty() {
             return Err(Error::Invalid("no targets to follow".into()));
         }
@@ -115,7 +116,7 @@ impl FeedDb {
                 limit: MAX_FOLLOW_TARGETS as u64,
             });
         }
-        let _g = self.follow_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _g = lock(&self.follow_lock);
         let mut batch = WriteBatch::default();
         let mut seen = std::collections::HashSet::new();
         for &t in targets {
@@ -138,8 +139,8 @@ impl FeedDb {
     }
 
     /// Removes the follow; returns the target's follower count before and after.
-    pub fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)> {
-        let _g = self.follow_lock.lock().unwrap_or_else(PoisonError::into_inner);
+    pub(crate) fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)> {
+        let _g = lock(&self.follow_lock);
         if !self.follows(uid, target)? {
             return Err(Error::NotFollowing { uid, target });
         }
@@ -171,17 +172,17 @@ impl FeedDb {
     }
 
     /// Who `uid` follows, ascending, a page.
-    pub fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+    pub(crate) fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
         self.scan(FOLLOWS, uid, offset, limit)
     }
 
     /// Who follows `uid`, ascending, a page.
-    pub fn followers(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+    pub(crate) fn followers(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
         self.scan(FOLLOWERS, uid, offset, limit)
     }
 
     /// Stores posts (and their author index entries) in one synced batch. Idempotent.
-    pub fn put_posts(&self, posts: &[&Post]) -> Result<()> {
+    pub(crate) fn put_posts(&self, posts: &[&Post]) -> Result<()> {
         let mut batch = WriteBatch::default();
         for p in posts {
             batch.put(key1(POST, p.id), p.encode());
@@ -191,7 +192,7 @@ impl FeedDb {
     }
 
     /// The posts with these ids that exist, in the same order (`None` for the others).
-    pub fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Post>>> {
+    pub(crate) fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Post>>> {
         let keys: Vec<[u8; 9]> = ids.iter().map(|&id| key1(POST, id)).collect();
         let mut out = Vec::with_capacity(ids.len());
         for (got, &id) in self.db.multi_get(&keys).into_iter().zip(ids) {
@@ -204,7 +205,7 @@ impl FeedDb {
     }
 
     /// Up to `limit` of the author's post ids below `before`, newest first.
-    pub fn author_posts(&self, author: u64, before: u64, limit: usize) -> Result<Vec<u64>> {
+    pub(crate) fn author_posts(&self, author: u64, before: u64, limit: usize) -> Result<Vec<u64>> {
         let mut read = ReadOptions::default();
         read.set_iterate_lower_bound(key1(AUTHOR, author).to_vec());
         let upper = key2(AUTHOR, author, before);
@@ -224,7 +225,7 @@ impl FeedDb {
     }
 
     /// The largest post id stored.
-    pub fn last_post_id(&self) -> Result<u64> {
+    pub(crate) fn last_post_id(&self) -> Result<u64> {
         let mut it =
             self.db.iterator(IteratorMode::From(&key1(POST, u64::MAX), Direction::Reverse));
         match it.next().transpose()? {

@@ -1,0 +1,63 @@
+//! Follows: following (all targets or none) with a backfill of the targets' recent posts,
+//! unfollowing with their removal, and the follow lists.
+
+use super::{FanJob, Feed, Follows};
+use crate::config::Strategy;
+use crate::error::Result;
+use crate::task::blocking;
+
+impl Feed {
+    /// Makes `uid` follow `targets` (all or none), then backfills their recent posts into
+    /// the user's timeline.
+    pub async fn follow(&self, uid: u64, targets: Vec<u64>) -> Result<()> {
+        if targets.contains(&uid) {
+            return Err(kith_store::Error::SelfFollow(uid).into());
+        }
+        let mut all = vec![uid];
+        all.extend(&targets);
+        self.require_users(all).await?;
+        let engine = self.engine.clone();
+        let t = targets.clone();
+        blocking(move || engine.follow(uid, &t)).await?;
+        if self.config.strategy != Strategy::Pull {
+            for t in targets {
+                if self.pushed(t)? {
+                    let ids = self.author_recent(t).await?;
+                    self.backend.timeline_add(&[uid], &ids, self.config.timeline_len).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `uid` stop following `target`, and removes the target's posts from the user's
+    /// timeline.
+    pub async fn unfollow(&self, uid: u64, target: u64) -> Result<()> {
+        self.require_users(vec![uid, target]).await?;
+        let engine = self.engine.clone();
+        let (before, after) = blocking(move || engine.unfollow(uid, target)).await?;
+        if self.config.strategy != Strategy::Pull {
+            let ids = self.author_recent(target).await?;
+            self.backend.timeline_remove(uid, &ids).await?;
+            let t = self.config.celebrity_threshold;
+            if self.config.strategy == Strategy::Hybrid && before > t && after <= t {
+                self.enqueue(FanJob::Author { author: target }).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pages of whom `uid` follows and who follows `uid`.
+    pub async fn follows(&self, uid: u64, offset: usize, limit: usize) -> Result<Follows> {
+        self.require_users(vec![uid]).await?;
+        let engine = self.engine.clone();
+        blocking(move || -> kith_store::Result<Follows> {
+            Ok(Follows {
+                followees: engine.followees(uid, offset, limit)?,
+                followers: engine.followers(uid, offset, limit)?,
+                degree: engine.follow_degree(uid)?,
+            })
+        })
+        .await
+    }
+}

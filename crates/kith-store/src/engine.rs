@@ -1,0 +1,130 @@
+//! The storage seam: [`Engine`], Parker's API (and the feed's follows and posts) as Rust
+//! methods. The service and the feeds reach storage only through it, as `Arc<dyn Engine>`;
+//! today the RocksDB [`Store`](crate::Store) implements it, and the contract test
+//! (`tests/engine.rs`) holds any implementation to the same behaviour as a plain in-memory
+//! reference.
+
+use std::fmt::Debug;
+
+use rand::RngCore;
+
+use crate::error::Result;
+use crate::feed_db::Degree;
+use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, friends_page};
+use crate::paths::{self, Neighborhood};
+use crate::post::Post;
+use crate::record::{Profile, User};
+use crate::write::UserWrite;
+
+/// A storage engine for users, friendships, follows and posts.
+///
+/// Every write is durable when it returns. Methods block (they do I/O): async callers run
+/// them on a blocking pool. Errors name what was wrong: an unknown user is
+/// [`Error::UnknownUser`](crate::Error::UnknownUser), a limit passed is
+/// [`Error::TooLarge`](crate::Error::TooLarge), and so on, the same for every engine.
+///
+/// Object safe: the service holds an `Arc<dyn Engine>`.
+pub trait Engine: Send + Sync + Debug {
+    /// Whether a user exists.
+    fn contains(&self, uid: u64) -> Result<bool>;
+
+    /// The whole user: profile, friends (ascending), data size.
+    fn get_user(&self, uid: u64) -> Result<User>;
+
+    /// Creates or replaces a whole user: profile, friends (each must exist, none the user;
+    /// friendships change on both sides at once, dropped ones included) and, if given, the
+    /// data block (a new user without one gets an empty block). Returns whether the user is
+    /// new and, ascending, the user and every user whose friend list changed.
+    fn put_user(
+        &self,
+        uid: u64,
+        profile: &Profile,
+        friends: &[u64],
+        data: Option<&[u8]>,
+    ) -> Result<UserWrite>;
+
+    /// The user's profile.
+    fn get_profile(&self, uid: u64) -> Result<Profile>;
+
+    /// Replaces the profile of an existing user.
+    fn put_profile(&self, uid: u64, profile: &Profile) -> Result<()>;
+
+    /// The first `max_bytes` of the user's data block (all of it for `None`).
+    fn get_data(&self, uid: u64, max_bytes: Option<u64>) -> Result<Vec<u8>>;
+
+    /// Replaces the data block of an existing user.
+    fn put_data(&self, uid: u64, data: &[u8]) -> Result<()>;
+
+    /// The user's whole friend list, ascending.
+    fn get_all_friends(&self, uid: u64) -> Result<Vec<u64>>;
+
+    /// A page of the friend list: [`friends_page`](crate::friends_page) of the whole list.
+    fn get_friends_list(&self, uid: u64, offset: usize, limit: usize) -> Result<FriendsPage> {
+        check_limit("friends page", limit)?;
+        friends_page(&self.get_all_friends(uid)?, offset, limit)
+    }
+
+    /// Adds the friendship u–v on both sides at once. Returns whether it was new.
+    fn add_friend(&self, u: u64, v: u64) -> Result<bool>;
+
+    /// Removes the friendship u–v from both sides. Returns whether it existed.
+    fn delete_friend(&self, u: u64, v: u64) -> Result<bool>;
+
+    /// One page of every user, (uid, profile), in the engine's order: the first `limit`
+    /// after `cursor` (`None` = from the start), and the cursor of the next page if there is
+    /// one. A cursor the engine can no longer honour is refused
+    /// ([`Error::StaleCursor`](crate::Error::StaleCursor)), never skips or repeats users.
+    fn users_page(&self, cursor: Option<UsersCursor>, limit: usize) -> Result<UsersPage>;
+
+    /// Up to `n` distinct users drawn uniformly at random with `rng`, (uid, profile).
+    fn random_users(&self, n: usize, rng: &mut dyn RngCore) -> Result<Vec<(u64, Profile)>>;
+
+    /// The number of users.
+    fn count_users(&self) -> Result<u64>;
+
+    /// A shortest friendship path from `from` to `to` (both ends included) of at most
+    /// `max_hops` (≤ [`MAX_PATH_HOPS`](crate::MAX_PATH_HOPS)) edges, or `None`; both users
+    /// must exist. Bidirectional breadth-first search over [`Engine::get_all_friends`].
+    fn shortest_path(&self, from: u64, to: u64, max_hops: u32) -> Result<Option<Vec<u64>>> {
+        paths::shortest_path(from, to, max_hops, |u| self.contains(u), |u| self.get_all_friends(u))
+    }
+
+    /// Users within `hops` (1 to [`MAX_NEIGHBORHOOD_HOPS`](crate::MAX_NEIGHBORHOOD_HOPS))
+    /// of `uid`, by distance then uid, at most `limit` of them; breadth-first over
+    /// [`Engine::get_all_friends`].
+    fn neighborhood(&self, uid: u64, hops: u32, limit: usize) -> Result<Neighborhood> {
+        paths::neighborhood(uid, hops, limit, |u| self.get_all_friends(u))
+    }
+
+    /// Makes `uid` follow every target (1 to
+    /// [`MAX_FOLLOW_TARGETS`](crate::MAX_FOLLOW_TARGETS)), all or none: a target already
+    /// followed, named twice or the user themselves changes nothing and is an error. Whether
+    /// the users exist is the caller's to check (the feed checks before it follows).
+    fn follow(&self, uid: u64, targets: &[u64]) -> Result<()>;
+
+    /// Stops `uid` following `target`; returns the target's follower count before and after.
+    fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)>;
+
+    /// A page of whom `uid` follows, ascending.
+    fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>>;
+
+    /// A page of who follows `uid`, ascending.
+    fn followers(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>>;
+
+    /// The user's follow counts. Called on every post and feed read, so engines keep it
+    /// cheap (in memory) enough to call outside a blocking pool.
+    fn follow_degree(&self, uid: u64) -> Result<Degree>;
+
+    /// Stores posts (and indexes them by author) at once. Storing a post again changes
+    /// nothing.
+    fn put_posts(&self, posts: &[&Post]) -> Result<()>;
+
+    /// The posts with these ids, in the same order (`None` for ids not stored).
+    fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Post>>>;
+
+    /// Up to `limit` of the author's post ids below `before`, newest (largest) first.
+    fn author_posts(&self, author: u64, before: u64, limit: usize) -> Result<Vec<u64>>;
+
+    /// The largest post id stored (0 with none).
+    fn last_post_id(&self) -> Result<u64>;
+}

@@ -1,0 +1,114 @@
+//! The RocksDB [`Store`] as an [`Engine`]: users and friendships from the layout-ordered key
+//! space (the store's own methods), follows and posts from the feed database in
+//! `<store>/feed`, opened on first use.
+
+use rand::RngCore;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::feed_db::Degree;
+use crate::page::{FriendsPage, UsersCursor, UsersPage};
+use crate::post::Post;
+use crate::record::{Profile, User};
+use crate::store::Store;
+use crate::write::UserWrite;
+
+impl Engine for Store {
+    fn contains(&self, uid: u64) -> Result<bool> {
+        Store::contains(self, uid)
+    }
+
+    fn get_user(&self, uid: u64) -> Result<User> {
+        Store::get_user(self, uid)
+    }
+
+    fn put_user(
+        &self,
+        uid: u64,
+        profile: &Profile,
+        friends: &[u64],
+        data: Option<&[u8]>,
+    ) -> Result<UserWrite> {
+        Store::put_user(self, uid, profile, friends, data)
+    }
+
+    fn get_profile(&self, uid: u64) -> Result<Profile> {
+        Store::get_profile(self, uid)
+    }
+
+    fn put_profile(&self, uid: u64, profile: &Profile) -> Result<()> {
+        Store::put_profile(self, uid, profile)
+    }
+
+    fn get_data(&self, uid: u64, max_bytes: Option<u64>) -> Result<Vec<u8>> {
+        Store::get_data(self, uid, max_bytes)
+    }
+
+    fn put_data(&self, uid: u64, data: &[u8]) -> Result<()> {
+        Store::put_data(self, uid, data)
+    }
+
+    fn get_all_friends(&self, uid: u64) -> Result<Vec<u64>> {
+        Store::get_all_friends(self, uid)
+    }
+
+    fn get_friends_list(&self, uid: u64, offset: usize, limit: usize) -> Result<FriendsPage> {
+        Store::get_friends_list(self, uid, offset, limit)
+    }
+
+    fn add_friend(&self, u: u64, v: u64) -> Result<bool> {
+        Store::add_friend(self, u, v)
+    }
+
+    fn delete_friend(&self, u: u64, v: u64) -> Result<bool> {
+        Store::delete_friend(self, u, v)
+    }
+
+    fn users_page(&self, cursor: Option<UsersCursor>, limit: usize) -> Result<UsersPage> {
+        Store::users_page(self, cursor, limit)
+    }
+
+    fn random_users(&self, n: usize, mut rng: &mut dyn RngCore) -> Result<Vec<(u64, Profile)>> {
+        Store::get_random_users(self, n, &mut rng)
+    }
+
+    fn count_users(&self) -> Result<u64> {
+        Store::count_users(self)
+    }
+
+    fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
+        self.feed_db()?.follow(uid, targets)
+    }
+
+    fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)> {
+        self.feed_db()?.unfollow(uid, target)
+    }
+
+    fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+        self.feed_db()?.followees(uid, offset, limit)
+    }
+
+    fn followers(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+        self.feed_db()?.followers(uid, offset, limit)
+    }
+
+    fn follow_degree(&self, uid: u64) -> Result<Degree> {
+        Ok(self.feed_db()?.degree(uid))
+    }
+
+    fn put_posts(&self, posts: &[&Post]) -> Result<()> {
+        self.feed_db()?.put_posts(posts)
+    }
+
+    fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Post>>> {
+        self.feed_db()?.get_posts(ids)
+    }
+
+    fn author_posts(&self, author: u64, before: u64, limit: usize) -> Result<Vec<u64>> {
+        self.feed_db()?.author_posts(author, before, limit)
+    }
+
+    fn last_post_id(&self) -> Result<u64> {
+        self.feed_db()?.last_post_id()
+    }
+}
