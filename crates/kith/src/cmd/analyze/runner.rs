@@ -200,48 +200,70 @@ fn analyze(
     let start = Instant::now();
     let mut ig = InGraph::new(&graph);
     let mut position = None;
-    let mut order_s = json!({});
+    let mut ordering = json!({});
     if let Some(path) = &common.order {
         let t = Instant::now();
         let layout = kith_layout::read_layout(path, &graph)?;
         let read_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         ig = ig.relabel(layout.order());
-        order_s = json!({"read_layout_s": read_s, "relabel_s": t.elapsed().as_secs_f64()});
+        ordering = json!({"read_layout_s": read_s, "relabel_s": t.elapsed().as_secs_f64()});
         position = Some(layout.positions().to_vec());
     }
+    let ig = Arc::new(ig);
     let prepare_s = start.elapsed().as_secs_f64();
-    let mut job = Job {
-        graph: &graph,
-        ig: Arc::new(ig),
-        verify: common.verify,
-        position,
-        cluster,
-        report: None,
-    };
+    let mut job = Job { graph: &graph, ig, verify: common.verify, position, cluster, report: None };
     let Some(outcome) = body(&mut job)? else { return Ok(()) };
     let seconds = start.elapsed().as_secs_f64();
     busy.finish_and_clear();
-    let name = algorithm.name;
     if let Some(path) = &common.out {
-        let mut text = format!("{}\n", outcome.header);
-        for r in &outcome.rows {
-            text.push_str(r);
-            text.push('\n');
-        }
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        write_csv(path, &outcome)?;
     }
+    let run = Timing { threads, seconds, prepare_s, ordering };
+    report(common, algorithm.name, &graph, cluster.zip(job.report.as_ref()), run, outcome)
+}
+
+/// How a run went apart from its results: for the report.
+struct Timing {
+    threads: usize,
+    /// Seconds from building the in-links to the result (relabelling and the algorithm).
+    seconds: f64,
+    /// Seconds building the in-links and relabelling them.
+    prepare_s: f64,
+    /// `--order`'s own times (reading the layout, relabelling).
+    ordering: Value,
+}
+
+/// The `--out` CSV: the header, then one line per row.
+fn write_csv(path: &std::path::Path, outcome: &Outcome) -> Result<()> {
+    let mut text = format!("{}\n", outcome.header);
+    for r in &outcome.rows {
+        text.push_str(r);
+        text.push('\n');
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Prints the report, as JSON or text, and fails if the verification did.
+fn report(
+    common: &CommonArgs,
+    name: &str,
+    graph: &Graph,
+    distributed: Option<(&Cluster, &Report)>,
+    run: Timing,
+    outcome: Outcome,
+) -> Result<()> {
+    let Timing { threads, seconds, prepare_s, ordering } = run;
     let Outcome { summary, verified, steps, .. } = outcome;
     let mut report = json!({"algorithm": name, "seconds": seconds, "threads": threads,
         "users": graph.num_nodes(), "edges": graph.num_edges(), "steps": steps,
         "order": common.order.as_ref().map(|p| p.display().to_string()),
-        "prepare_s": prepare_s, "ordering": order_s});
+        "prepare_s": prepare_s, "ordering": ordering});
     if let Some(v) = verified {
         report["verified"] = json!(v);
     }
-    let distributed = cluster.zip(job.report.as_ref());
     if let Some((c, r)) = distributed {
-        for (k, v) in cluster::report_json(c, r, &graph).as_object().expect("an object") {
+        for (k, v) in cluster::report_json(c, r, graph).as_object().expect("an object") {
             report[k] = v.clone();
         }
         report["threads"] = json!(c.threads);
