@@ -1,11 +1,11 @@
 //! `kith`: the command line of the kith social-graph toolkit.
 //!
-//! Every subcommand lives in `cmd/`; this file parses arguments, dispatches, and turns errors
-//! into a one-line message on stderr and a non-zero exit code.
+//! The product's commands live in `cmd/` (graph, layout, store, serve, analyze, workload);
+//! the harness's (bench, experiment, demo) in the `kith-lab` crate. This file parses
+//! arguments, dispatches, and turns errors into a one-line message on stderr and a non-zero
+//! exit code.
 
 mod cmd;
-mod machine;
-mod plot;
 
 use std::process::ExitCode;
 
@@ -37,10 +37,10 @@ enum Command {
     Store(cmd::store::StoreCommand),
     /// Reproduce the papers' experiments: CSV tables and PNG charts.
     #[command(subcommand)]
-    Experiment(cmd::experiment::ExperimentCommand),
+    Experiment(kith_lab::experiment::ExperimentCommand),
     /// Benchmarks that record their results as JSON under bench/results/.
     #[command(subcommand)]
-    Bench(cmd::bench::BenchCommand),
+    Bench(kith_lab::bench::BenchCommand),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
     Serve(cmd::serve::ServeArgs),
     /// Graph analytics: PageRank, hop distances, components, triangles, clustering, k-cores.
@@ -51,7 +51,7 @@ enum Command {
     Workload(cmd::workload::WorkloadCommand),
     /// kith's main job on its embedded default: generate a social graph, lay it out, store
     /// it, serve it over HTTP and drive a short workload against it.
-    Demo(cmd::demo::DemoArgs),
+    Demo(kith_lab::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,14 +67,14 @@ fn main() -> ExitCode {
         Command::Graph(c) => cmd::graph::run(c),
         Command::Layout(c) => cmd::layout::run(c),
         Command::Store(c) => cmd::store::run(c),
-        Command::Experiment(c) => cmd::experiment::run(c),
-        Command::Bench(c) => cmd::bench::run(c),
+        Command::Experiment(c) => kith_lab::experiment::run(c),
+        Command::Bench(c) => kith_lab::bench::run(c),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Workload(c) => cmd::workload::run(c),
         Command::Analyze(c) => cmd::analyze::run(c),
-        Command::Demo(a) => cmd::demo::run(a),
+        Command::Demo(a) => kith_lab::demo::run(a),
     };
-    machine::report_peak_rss();
+    kith_lab::machine::report_peak_rss();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

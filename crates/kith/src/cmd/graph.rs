@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 use kith_graph::generate::{BaConfig, LfrConfig, RmatConfig};
-use kith_graph::{DegreeSummary, Format, Graph, GraphStats, LoadConfig, VertexId};
+use kith_graph::{Graph, VertexId};
+use kith_lab::cli::{GraphInput, stats_table};
 use serde::Serialize;
 
 #[derive(Debug, Subcommand)]
@@ -27,62 +27,6 @@ pub(crate) fn run(command: GraphCommand) -> Result<()> {
         GraphCommand::Stats(a) => stats(a),
         GraphCommand::Generate(a) => generate(a),
     }
-}
-
-/// Where a graph comes from: a file and how to read it. Every command that takes a graph
-/// flattens this in.
-#[derive(Debug, Args)]
-pub(crate) struct GraphInput {
-    /// An edge list (SNAP, KONECT, MatrixMarket or CSV; plain, gzip or zip), a SNAP ego-network
-    /// archive, or a .kgraph snapshot.
-    pub graph: PathBuf,
-    /// The input format; detected from the file name and content when omitted.
-    #[arg(long, value_parser = format_parser())]
-    pub format: Option<Format>,
-    /// Keep edge direction (friendship graphs are undirected by default).
-    #[arg(long)]
-    pub directed: bool,
-    /// The member of a zip archive to read (default: the one edge list in it).
-    #[arg(long)]
-    pub member: Option<String>,
-}
-
-impl GraphInput {
-    /// The arguments that name this input again, for a child `kith` process.
-    pub(crate) fn to_args(&self) -> Vec<String> {
-        let mut args = vec![self.graph.display().to_string()];
-        if let Some(format) = self.format {
-            args.extend(["--format".into(), format.name().into()]);
-        }
-        if self.directed {
-            args.push("--directed".into());
-        }
-        if let Some(member) = &self.member {
-            args.extend(["--member".into(), member.clone()]);
-        }
-        args
-    }
-
-    /// Loads the graph as friendships: a directed graph is symmetrised.
-    pub(crate) fn load_undirected(&self) -> Result<Graph> {
-        let graph = self.load()?;
-        Ok(if graph.is_directed() { graph.to_undirected() } else { graph })
-    }
-
-    pub(crate) fn load(&self) -> Result<Graph> {
-        let config = LoadConfig {
-            format: self.format,
-            directed: self.directed,
-            member: self.member.clone(),
-            progress: true,
-        };
-        Ok(kith_graph::load(&self.graph, &config)?)
-    }
-}
-
-fn format_parser() -> impl TypedValueParser<Value = Format> {
-    let names: Vec<&'static str> = Format::ALL.iter().map(|f| f.name()).collect();
-    PossibleValuesParser::new(names).map(|s| s.parse::<Format>().expect("listed name"))
 }
 
 #[derive(Debug, Args)]
@@ -137,29 +81,6 @@ fn stats(args: StatsArgs) -> Result<()> {
         print!("{}", stats_table(&s));
     }
     Ok(())
-}
-
-pub(crate) fn stats_table(s: &GraphStats) -> String {
-    let summary = |d: &DegreeSummary| {
-        format!(
-            "min {}, median {}, mean {:.2}, p90 {}, p99 {}, max {}",
-            d.min, d.median, d.mean, d.p90, d.p99, d.max
-        )
-    };
-    let mut rows = vec![
-        ("nodes", s.nodes.to_string()),
-        ("edges", format!("{}{}", s.edges, if s.directed { " (directed)" } else { "" })),
-        ("self-loops dropped", s.self_loops_dropped.to_string()),
-        ("duplicates merged", s.duplicates_merged.to_string()),
-        ("degree", summary(&s.degree)),
-    ];
-    if let (Some(out), Some(inc)) = (&s.out_degree, &s.in_degree) {
-        rows.push(("out-degree", summary(out)));
-        rows.push(("in-degree", summary(inc)));
-    }
-    let kind = if s.directed { "weak components" } else { "components" };
-    rows.push((kind, format!("{} (largest: {} nodes)", s.components, s.largest_component)));
-    rows.iter().map(|(k, v)| format!("{k:<20}{v}\n")).collect()
 }
 
 fn write_degrees(graph: &Graph, path: &Path) -> Result<()> {
@@ -232,7 +153,7 @@ pub(crate) struct GenerateArgs {
 
 /// What `kith graph generate` reports.
 #[derive(Debug, Serialize)]
-pub(crate) struct GenerationReport {
+struct GenerationReport {
     pub model: &'static str,
     pub nodes: u64,
     pub edges: u64,
@@ -244,7 +165,7 @@ pub(crate) struct GenerationReport {
 
 /// How close an LFR graph came to what was asked.
 #[derive(Debug, Serialize)]
-pub(crate) struct LfrReport {
+struct LfrReport {
     pub mu_requested: f64,
     pub mu_realized: f64,
     pub tau1_requested: f64,
@@ -297,7 +218,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn generate_graph(args: &GenerateArgs) -> Result<(GenerationReport, Graph)> {
+fn generate_graph(args: &GenerateArgs) -> Result<(GenerationReport, Graph)> {
     let start = Instant::now();
     let (model, graph, lfr) = match args.model {
         Model::Lfr => {

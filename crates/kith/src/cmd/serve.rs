@@ -61,7 +61,7 @@ pub(crate) struct ServeArgs {
     flush_interval_ms: u64,
 }
 
-pub(crate) fn config(args: &ServeArgs) -> Result<ServerConfig> {
+fn config(args: &ServeArgs) -> Result<ServerConfig> {
     anyhow::ensure!(
         args.friends_ttl_s.is_finite() && args.friends_ttl_s > 0.0,
         "--friends-ttl-s must be a positive number of seconds"

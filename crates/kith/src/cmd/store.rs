@@ -7,14 +7,12 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use kith_graph::{Graph, WeightModel};
+use kith_lab::cli::{GraphInput, method_parser, model_parser};
 use kith_layout::{Layout, LayoutConfig, Method, Objective, compute, la_cost, read_layout};
 use kith_store::{
     BuildOptions, DEFAULT_CHUNK_BYTES, DataSpec, LayoutMeta, NewLayout, OpenOptions, Store,
 };
 use serde::Serialize;
-
-use super::graph::GraphInput;
-use super::layout::{method_parser, model_parser};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum StoreCommand {
@@ -43,32 +41,32 @@ pub(crate) fn run(command: StoreCommand) -> Result<()> {
 
 /// How to order users: a layout file, or a method and its options.
 #[derive(Clone, Debug, Args)]
-pub(crate) struct LayoutChoice {
+struct LayoutChoice {
     /// A layout file (one user id per line, as `kith layout compute` writes).
     #[arg(long, conflicts_with = "method")]
-    pub(crate) layout: Option<PathBuf>,
+    layout: Option<PathBuf>,
     /// The layout method (default: kith).
     #[arg(long, value_parser = method_parser())]
-    pub(crate) method: Option<Method>,
+    method: Option<Method>,
     /// parcom: the number of METIS parts.
     #[arg(long, default_value_t = 64)]
-    pub(crate) communities: usize,
+    communities: usize,
     /// The edge-weight model.
     #[arg(long, default_value = "uniform", value_parser = model_parser())]
-    pub(crate) model: WeightModel,
+    model: WeightModel,
     /// kith: the record size packed into 4 KiB pages (default: the store's own entry and
     /// block sizes for the data, so that the layout's pages are the store's blocks).
     #[arg(long)]
-    pub(crate) record_bytes: Option<u64>,
+    record_bytes: Option<u64>,
     /// Seed of the layout and of the synthetic data.
     #[arg(long, default_value_t = 1)]
-    pub(crate) seed: u64,
+    seed: u64,
 }
 
 impl LayoutChoice {
     /// The configuration, with the record and page sizes `paged` gives (the store's blocks)
     /// unless `--record-bytes` names a record size for 4 KiB pages.
-    pub(crate) fn config(&self, paged: (u64, u64)) -> LayoutConfig {
+    fn config(&self, paged: (u64, u64)) -> LayoutConfig {
         let (record_bytes, page_bytes) = match self.record_bytes {
             Some(r) => (r.max(1), kith_layout::metrics::PAGE_BYTES),
             None => paged,
@@ -87,7 +85,7 @@ impl LayoutChoice {
     }
 
     /// The layout of `graph` and how it was made.
-    pub(crate) fn resolve(&self, graph: &Graph, paged: (u64, u64)) -> Result<(Layout, LayoutMeta)> {
+    fn resolve(&self, graph: &Graph, paged: (u64, u64)) -> Result<(Layout, LayoutMeta)> {
         let config = self.config(paged);
         if let Some(path) = &self.layout {
             let layout = read_layout(path, graph)?;
@@ -100,7 +98,7 @@ impl LayoutChoice {
 }
 
 /// The record and page sizes that make the layout model's pages the store's blocks.
-pub(crate) fn paged_sizes(data_bytes: u64, chunk_bytes: u32) -> (u64, u64) {
+fn paged_sizes(data_bytes: u64, chunk_bytes: u32) -> (u64, u64) {
     let c = kith_store::paged_config(LayoutConfig::default(), data_bytes, chunk_bytes);
     (c.record_bytes, c.page_bytes)
 }
@@ -141,7 +139,7 @@ struct BuildReport {
     bytes_on_disk: u64,
 }
 
-pub(crate) fn data_spec(bytes: u64, dist: Option<&str>) -> Result<DataSpec> {
+fn data_spec(bytes: u64, dist: Option<&str>) -> Result<DataSpec> {
     Ok(match dist {
         Some(d) => DataSpec::parse(d)?,
         None => DataSpec::parse(&bytes.to_string())?,

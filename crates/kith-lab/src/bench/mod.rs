@@ -1,0 +1,59 @@
+//! `kith bench ...`: macro benchmarks that write their results as JSON under
+//! `bench/results/` (with date, commit and machine), one module per benchmark.
+
+mod analytics;
+mod crash;
+mod distributed;
+mod friends;
+mod graph;
+mod http;
+mod layout;
+mod store;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+// `kith bench`'s subcommands; each variant's doc comment is its help.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Text import throughput, .kgraph load time against it, and generator time and memory.
+    Graph(graph::GraphBenchArgs),
+    /// Every layout method on real graphs and LFR: costs, pages per friend list, kith's goals
+    /// as ratios, and kith's and parcom's time and memory at LiveJournal scale.
+    Layout(layout::LayoutBenchArgs),
+    /// Bondhu's "list all friends" on one store, cold or warm: response times, pages and bytes
+    /// read, and a disk model's estimate.
+    Friends(friends::FriendsArgs),
+    /// The store on real graphs: device pages per "list all friends" for every layout and
+    /// data size (cold), read and durable-write throughput, fsyncs per write.
+    Store(store::StoreBenchArgs),
+    /// The long crash test: SIGKILL a durable writer at random moments, verify and check every
+    /// acknowledged write after each restart.
+    Crash(crash::CrashArgs),
+    /// A quick HTTP throughput figure with wrk: cached and strong friend lists, push feeds.
+    Http(http::HttpBenchArgs),
+    /// PageRank, triangles and components on Slashdot, R-MAT and LFR beside networkx, igraph
+    /// and NetworKit; `--order` effects; the MapReduce jobs' phases beside the vertex programs.
+    Analytics(analytics::AnalyticsBenchArgs),
+    /// Timely PageRank on 2-8 local processes: bytes under fetch-once and per-edge exchange,
+    /// COST against the single-thread engine, and the communication model's charts.
+    Distributed(distributed::DistributedBenchArgs),
+    /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
+    #[command(hide = true)]
+    CrashCheck(crash::CrashCheckArgs),
+}
+
+/// Runs one benchmark.
+pub fn run(command: BenchCommand) -> Result<()> {
+    match command {
+        BenchCommand::Graph(a) => graph::run(a),
+        BenchCommand::Layout(a) => layout::run(a),
+        BenchCommand::Friends(a) => friends::run(a),
+        BenchCommand::Store(a) => store::run(a),
+        BenchCommand::Crash(a) => crash::run(a),
+        BenchCommand::Http(a) => http::run(a),
+        BenchCommand::Analytics(a) => analytics::run(a),
+        BenchCommand::Distributed(a) => distributed::run(a),
+        BenchCommand::CrashCheck(a) => crash::check(a),
+    }
+}

@@ -1,0 +1,232 @@
+//! `kith demo`: kith's main job on its embedded default, with nothing to install or download.
+//! Generate a social graph with planted communities, describe it, round-trip it through a
+//! `.kgraph` snapshot, and lay its users out on disk: input order, Bondhu's parcom and kith's
+//! own method, compared by the pages a "list all friends" reads; then store the users in
+//! RocksDB under two of those layouts and time "list all friends" from the device, with a
+//! relayout, durable writes and a full verification; finally serve that store over HTTP on
+//! loopback and drive a short mixed workload against it.
+
+mod http;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Result, ensure};
+use clap::Args;
+use kith_graph::LoadConfig;
+use kith_graph::generate::{LfrConfig, lfr};
+use kith_layout::metrics::mean_pages;
+use kith_layout::{LayoutConfig, Method, compute, la_cost, write_layout};
+
+use crate::cli::stats_table;
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Vertices of the generated social graph.
+    #[arg(long, default_value_t = 200_000)]
+    nodes: usize,
+    /// Random seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Keep the generated files in this directory (default: a temporary one, removed after).
+    #[arg(long)]
+    keep: Option<PathBuf>,
+    /// Seconds of the HTTP workload.
+    #[arg(long, default_value_t = 5.0)]
+    http_seconds: f64,
+    /// Concurrent HTTP clients.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+}
+
+/// Runs the demo.
+pub fn run(args: DemoArgs) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = args.keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir)?;
+
+    println!(
+        "kith demo: a seeded LFR social graph with {} users (seed {})\n",
+        args.nodes, args.seed
+    );
+    let start = Instant::now();
+    let config =
+        LfrConfig { nodes: args.nodes, seed: args.seed, progress: true, ..Default::default() };
+    let generated = lfr(&config)?;
+    let generate_s = start.elapsed().as_secs_f64();
+    let graph = &generated.graph;
+    print!("{}", stats_table(&kith_graph::stats(graph)));
+
+    println!(
+        "{:<20}{} planted, mixing {:.3} (asked {:.2}), degree exponent {:.2} (asked {:.2})",
+        "communities",
+        generated.num_communities(),
+        generated.realized_mu(),
+        config.mu,
+        generated.fitted_degree_exponent(),
+        config.tau1
+    );
+
+    let snapshot = dir.join("demo.kgraph");
+    let start = Instant::now();
+    kith_graph::save(graph, &snapshot)?;
+    let save_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let loaded = kith_graph::load(&snapshot, &LoadConfig::default())?;
+    let load_s = start.elapsed().as_secs_f64();
+    ensure!(&loaded == graph, "the snapshot did not load back to the same graph");
+    let bytes = std::fs::metadata(&snapshot)?.len();
+    println!(
+        "\ngenerated in {generate_s:.2} s; snapshot of {:.1} MB written in {save_s:.3} s, loaded and verified in {load_s:.3} s",
+        bytes as f64 / 1e6
+    );
+    println!("\nlayouts: where each user's record goes (pages of 4 KiB, 40-byte records)");
+    println!("{:<10}{:>18}{:>20}{:>12}", "method", "LA cost", "pages/friend list", "seconds");
+    let mut layouts = Vec::new();
+    for method in [Method::Default, Method::Random, Method::Parcom, Method::Kith] {
+        let start = Instant::now();
+        let config = LayoutConfig { method, seed: args.seed, progress: true, ..Default::default() };
+        let layout = compute(graph, &config)?.layout;
+        let seconds = start.elapsed().as_secs_f64();
+        println!(
+            "{:<10}{:>18}{:>20.3}{:>12.2}",
+            method.name(),
+            la_cost(graph, &layout),
+            mean_pages(graph, &layout, 40),
+            seconds
+        );
+        layouts.push((method, layout));
+    }
+    let store_dir = store_demo(&dir, graph, &layouts, args.seed)?;
+    if let Some(store_dir) = store_dir {
+        http::run(&store_dir, graph.original_ids(), args.http_seconds, args.clients, args.seed)?;
+    }
+    if args.keep.is_some() {
+        if let Some((_, layout)) = layouts.last() {
+            write_layout(&dir.join("demo.layout"), graph, layout)?;
+        }
+        kith_graph::write_communities(&dir.join("demo.cmty.txt"), &generated.communities())?;
+        println!("kept {}, demo.cmty.txt and demo.layout in {}", snapshot.display(), dir.display());
+    }
+    Ok(())
+}
+
+/// Two stores of the same users, under random order and kith's layout: "list all friends"
+/// from the device, then durable writes, a relayout and a full verification.
+fn store_demo(
+    dir: &std::path::Path,
+    graph: &kith_graph::Graph,
+    layouts: &[(Method, kith_layout::Layout)],
+    seed: u64,
+) -> Result<Option<PathBuf>> {
+    use kith_store::{
+        BuildOptions, CacheMode, DataSpec, FriendsBench, NewLayout, OpenOptions, Store,
+    };
+    const DATA: u64 = 400;
+    println!(
+        "\nstore: users in RocksDB keyed by layout position, {DATA}-byte data blocks; \
+         \"list all friends\" of 300 random users, cold (direct reads, caches dropped)"
+    );
+    println!(
+        "{:<10}{:>12}{:>14}{:>16}{:>16}",
+        "layout", "build s", "median ms", "pages/query", "HDD model ms"
+    );
+    let mut kept = None;
+    for (method, layout) in
+        layouts.iter().filter(|(m, _)| matches!(m, Method::Random | Method::Kith))
+    {
+        let path = dir.join(format!("store-{method}"));
+        if path.exists() {
+            std::fs::remove_dir_all(&path)?;
+        }
+        let start = Instant::now();
+        let options = BuildOptions {
+            data: DataSpec::Fixed(DATA),
+            seed,
+            progress: true,
+            ..Default::default()
+        };
+        let config = kith_store::paged_config(
+            LayoutConfig { method: *method, seed, ..Default::default() },
+            DATA,
+            kith_store::DEFAULT_CHUNK_BYTES,
+        );
+        // kith's layout again, for the store's own pages: blocks of 400-byte entries.
+        let paged;
+        let layout = if *method == Method::Kith {
+            paged = compute(graph, &config)?.layout;
+            &paged
+        } else {
+            layout
+        };
+        drop(kith_store::build(
+            &path,
+            graph,
+            layout,
+            kith_store::LayoutMeta::of(&config),
+            &options,
+        )?);
+        let build_s = start.elapsed().as_secs_f64();
+        let store =
+            Store::open(&path, &OpenOptions { mode: CacheMode::Cold, ..Default::default() })?;
+        let bench = FriendsBench {
+            users: 300,
+            repeat: 3,
+            device: Some(kith_store::DeviceModel::Hdd(kith_store::Hdd::default())),
+            seed,
+            progress: true,
+            ..Default::default()
+        };
+        let s = store.bench_friends(&bench)?.summary;
+        println!(
+            "{:<10}{:>12.2}{:>14.3}{:>16.2}{:>16.2}",
+            method.name(),
+            build_s,
+            s.median_ms,
+            s.pages_read_mean,
+            s.model_mean_ms.unwrap_or(f64::NAN)
+        );
+        kept = Some(path);
+    }
+    let Some(path) = kept else { return Ok(None) };
+    let store = Store::open(&path, &OpenOptions::default())?;
+    let uids = graph.original_ids();
+    let start = Instant::now();
+    let mut added = 0;
+    for i in 0..200usize {
+        let (u, v) = (uids[(i * 7919) % uids.len()], uids[(i * 104_729 + 13) % uids.len()]);
+        if u != v && store.add_friend(u, v)? {
+            added += 1;
+        }
+    }
+    println!(
+        "\n{added} durable add_friend calls (WAL fsynced before each returns) in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    let status = store.status(None)?;
+    println!(
+        "status: {} users, {} friendships, layout cost {} vs fresh {} (degradation {:+.2} %)",
+        status.users,
+        status.friendships,
+        status.layout_cost,
+        status.fresh_layout_cost,
+        100.0 * status.degradation
+    );
+    let config = kith_store::paged_config(
+        LayoutConfig { method: Method::Kith, seed, ..Default::default() },
+        DATA,
+        kith_store::DEFAULT_CHUNK_BYTES,
+    );
+    let r = store.relayout(NewLayout::Compute(config), true)?;
+    println!(
+        "relayout to generation {}: cost {} -> {} ({:.2} s computing, {:.2} s rewriting)",
+        r.to_generation, r.cost_before, r.cost_after, r.compute_seconds, r.rewrite_seconds
+    );
+    let report = store.verify()?;
+    ensure!(report.ok(), "verify found problems: {:?}", report.problems);
+    println!(
+        "verify: {} users, {} friendships, {} records checked, OK",
+        report.users, report.friendships, report.records
+    );
+    Ok(Some(path))
+}

@@ -1,0 +1,199 @@
+//! What the service experiments (`twibo`, `twibo-cache`, `parker-latency`) share: their
+//! arguments, a kith-layout store of the follow graph's friendships with a SONETOR trace
+//! split into a preload and the measured rest, copies of the store per run, preloading a
+//! server over HTTP, and driving it with the load driver. Each experiment starts and stops
+//! its own servers, and Redis, on loopback.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use clap::Args;
+use kith_graph::Graph;
+use kith_workload::{Activity, Event, RunConfig, RunReport, SonetorConfig, TraceSource};
+use serde_json::json;
+
+use crate::cli::GraphInput;
+use crate::processes::build_kith_store;
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    /// The follow graph (e.g. ego-Twitter, with --directed). Its symmetrised friendships fill
+    /// the store; its edges are the follows (both ways for an undirected graph).
+    #[arg(long)]
+    pub(super) graph: PathBuf,
+    /// Keep the graph's direction: an edge u→v means u follows v.
+    #[arg(long)]
+    pub(super) directed: bool,
+    /// Where to write CSV, JSON and PNG (created if missing).
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// Client counts to sweep (twibo); the one count of twibo-cache is the last.
+    #[arg(long, value_delimiter = ',', default_value = "8,32,128,512")]
+    pub(super) clients: Vec<usize>,
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    pub(super) duration_s: f64,
+    /// Warm-up seconds per run.
+    #[arg(long, default_value_t = 1.0)]
+    pub(super) warmup_s: f64,
+    /// Publishes of the trace stored before measuring (twibo, twibo-cache).
+    #[arg(long, default_value_t = 20_000)]
+    pub(super) preload: usize,
+    /// Backends (twibo: both by default; twibo-cache: in-process by default).
+    #[arg(long, value_delimiter = ',')]
+    pub(super) backends: Vec<String>,
+    /// Hybrid: authors with more followers than this are pulled.
+    #[arg(long, default_value_t = 100)]
+    pub(super) celebrity_threshold: u64,
+    /// Cache sizes in MB (twibo-cache).
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32")]
+    pub(super) cache_mb: Vec<u64>,
+    /// Random seed (trace and clients).
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+}
+
+/// An experiment's starting point.
+pub(super) struct Prepared {
+    /// The follow graph as read (directed with `--directed`).
+    pub(super) follows: Graph,
+    /// The store built from the follows' friendships, copied for each run.
+    pub(super) store: PathBuf,
+    /// The trace's first `--preload` publishes, stored before measuring.
+    pub(super) preload: Vec<Event>,
+    /// The rest of the trace, which the runs replay.
+    pub(super) rest: Arc<TraceSource>,
+    /// The directory holding the store and each run's copy; removed when dropped.
+    pub(super) scratch: tempfile::TempDir,
+}
+
+pub(super) fn prepare(args: &ServiceArgs, with_trace: bool) -> Result<Prepared> {
+    ensure!(args.duration_s > 0.0 && args.warmup_s >= 0.0, "durations must be positive");
+    ensure!(
+        !args.clients.is_empty() && args.clients.iter().all(|&c| c > 0),
+        "--clients must be positive"
+    );
+    std::fs::create_dir_all(&args.out)?;
+    let input = GraphInput {
+        graph: args.graph.clone(),
+        format: None,
+        directed: args.directed,
+        member: None,
+    };
+    let follows = input.load()?;
+    let friends = if follows.is_directed() { follows.to_undirected() } else { follows.clone() };
+    let tmp = tempfile::tempdir()?;
+    let store = tmp.path().join("store");
+    eprintln!("experiment: building a kith-layout store of {} users", friends.num_nodes());
+    build_kith_store(&friends, &store, args.seed)?;
+    let (mut preload, mut rest) = (Vec::new(), Vec::new());
+    if with_trace {
+        let (events, _) = kith_workload::generate(
+            follows.original_ids(),
+            &SonetorConfig::default(),
+            args.seed,
+            0,
+        );
+        let mut publishes = 0;
+        for e in events {
+            if publishes < args.preload {
+                if e.activity == Activity::Publish {
+                    publishes += 1;
+                    preload.push(e);
+                }
+            } else {
+                rest.push(e);
+            }
+        }
+        eprintln!(
+            "experiment: trace of {} activities after {} preloaded publishes",
+            rest.len(),
+            preload.len()
+        );
+    }
+    Ok(Prepared { follows, store, preload, rest: Arc::new(TraceSource::new(rest)), scratch: tmp })
+}
+
+pub(super) fn copy_store(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    let status = std::process::Command::new("cp").arg("-r").arg(from).arg(to).status()?;
+    ensure!(status.success(), "copying the store failed");
+    Ok(())
+}
+
+/// Follows from the graph's edges, then the preloaded posts, then waits for fan-out.
+pub(super) async fn preload(base: &str, follows: &Graph, posts: &[Event]) -> Result<()> {
+    let http = reqwest::Client::new();
+    let ids = follows.original_ids();
+    let mut jobs = Vec::new();
+    for u in 0..follows.num_nodes() as u32 {
+        for chunk in follows.neighbors(u).chunks(1000) {
+            let targets: Vec<u64> = chunk.iter().map(|&v| ids[v as usize]).collect();
+            jobs.push((
+                format!("{base}/users/{}/follow", ids[u as usize]),
+                json!({"targets": targets}),
+            ));
+        }
+    }
+    for e in posts {
+        jobs.push((
+            format!("{base}/posts"),
+            json!({"author": e.user, "content": "x".repeat(e.attr.clamp(1, 65_536) as usize)}),
+        ));
+    }
+    let bar = indicatif::ProgressBar::new(jobs.len() as u64);
+    let mut in_flight = tokio::task::JoinSet::new();
+    for (url, body) in jobs {
+        if in_flight.len() >= 32 {
+            let r: reqwest::Response = in_flight.join_next().await.expect("non-empty")??;
+            ensure!(r.status().is_success(), "preload: {} {}", r.url(), r.status());
+            bar.inc(1);
+        }
+        let req = http.post(url).json(&body);
+        in_flight.spawn(async move { req.send().await });
+    }
+    while let Some(r) = in_flight.join_next().await {
+        let r = r??;
+        ensure!(r.status().is_success(), "preload: {} {}", r.url(), r.status());
+    }
+    bar.finish_and_clear();
+    for _ in 0..60_000 {
+        let s: serde_json::Value = http.get(format!("{base}/stats")).send().await?.json().await?;
+        if s["fanout_queue_depth"] == 0 && s["writeback_pending"] == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+pub(super) async fn stats(base: &str) -> Result<serde_json::Value> {
+    Ok(reqwest::get(format!("{base}/stats")).await?.json().await?)
+}
+
+pub(super) fn drive(
+    runtime: &tokio::runtime::Runtime,
+    source: Arc<dyn kith_workload::Source>,
+    base: &str,
+    clients: usize,
+    args: &ServiceArgs,
+) -> Result<RunReport> {
+    let config = RunConfig {
+        target: base.to_string(),
+        clients,
+        rate: None,
+        duration: Duration::from_secs_f64(args.duration_s),
+        warmup: Duration::from_secs_f64(args.warmup_s),
+        seed: args.seed,
+        timeout: Duration::from_secs(60),
+    };
+    Ok(runtime.block_on(kith_workload::run(source, &config))?)
+}
+
+pub(super) fn op<'a>(r: &'a RunReport, name: &str) -> Option<&'a kith_workload::OpReport> {
+    r.ops.iter().find(|o| o.op == name)
+}

@@ -1,0 +1,369 @@
+//! `kith experiment bondhu-datasize`: Bondhu's response-time experiments (Figs. 3–8) on real
+//! RocksDB stores: "list all friends" of random users against data size, for stores of the
+//! same graph under different layouts.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use kith_graph::{Graph, WeightModel, edge_weights};
+use kith_layout::metrics::{mean_pages_of, per_user_costs};
+use kith_layout::{Layout, LayoutConfig, Method, compute};
+use kith_store::{
+    BuildOptions, CacheMode, DataSpec, DeviceModel, FriendsBench, FriendsReport, OpenOptions,
+    Store, build,
+};
+
+use crate::cli::GraphInput;
+use crate::plot::{LineChart, Series, line_chart, scatter_chart};
+
+#[derive(Debug, Args)]
+pub struct DatasizeArgs {
+    /// The graph (any format `kith graph import` reads).
+    #[arg(long)]
+    graph: PathBuf,
+    /// Where to write CSVs, PNGs and (temporarily) the stores.
+    #[arg(long)]
+    out: PathBuf,
+    /// Layouts to compare; the first is the baseline improvements are measured against.
+    #[arg(long, value_delimiter = ',', default_value = "default,parcom,kith")]
+    methods: Vec<Method>,
+    /// Data block sizes in bytes (with --partial: bytes fetched per friend).
+    #[arg(long, value_delimiter = ',', default_value = "4,40,400,4096,40960,409600")]
+    sizes: Vec<u64>,
+    /// Keep caches between runs (Bondhu Fig. 8) instead of reading from the device.
+    #[arg(long)]
+    warm: bool,
+    /// Power-law data blocks (`--data-dist`), fetching the first X bytes of each friend's
+    /// block for every X in --sizes (Bondhu Fig. 6).
+    #[arg(long)]
+    partial: bool,
+    /// The block-size distribution for --partial.
+    #[arg(long, default_value = "powerlaw:4,409600")]
+    data_dist: String,
+    /// Random users queried.
+    #[arg(long, default_value_t = 1500)]
+    users: usize,
+    /// Runs per user; the fastest counts.
+    #[arg(long, default_value_t = 6)]
+    repeat: usize,
+    /// parcom's part count.
+    #[arg(long, default_value_t = 64)]
+    communities: usize,
+    /// Seed of layouts, data and the users drawn.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Keep the stores after measuring them (they can be large).
+    #[arg(long)]
+    keep_stores: bool,
+}
+
+struct Cell {
+    size: u64,
+    method: Method,
+    modelled_pages: f64,
+    report: FriendsReport,
+}
+
+fn store_for(
+    args: &DatasizeArgs,
+    graph: &Graph,
+    layout: &Layout,
+    config: &LayoutConfig,
+    data: DataSpec,
+    dir: &Path,
+) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    let options = BuildOptions { data, seed: args.seed, progress: true, ..BuildOptions::default() };
+    drop(build(dir, graph, layout, kith_store::LayoutMeta::of(config), &options)?);
+    Ok(())
+}
+
+fn measure(args: &DatasizeArgs, dir: &Path, fetch: Option<u64>) -> Result<FriendsReport> {
+    let mode = if args.warm { CacheMode::Warm } else { CacheMode::Cold };
+    let store = Store::open(dir, &OpenOptions { mode, ..OpenOptions::default() })?;
+    let bench = FriendsBench {
+        users: args.users,
+        repeat: args.repeat,
+        fetch_bytes: fetch,
+        device: Some(DeviceModel::Hdd(kith_store::Hdd::default())),
+        seed: args.seed,
+        keep_trace: true,
+        progress: true,
+    };
+    Ok(store.bench_friends(&bench)?)
+}
+
+pub(super) fn run(args: DatasizeArgs) -> Result<()> {
+    if args.methods.is_empty() || args.sizes.is_empty() {
+        bail!("--methods and --sizes need at least one value each");
+    }
+    if let Some(&s) = args.sizes.iter().find(|&&s| s == 0 || s > kith_store::MAX_DATA_BYTES) {
+        bail!("size {s} outside 1..={} bytes", kith_store::MAX_DATA_BYTES);
+    }
+    let graph = GraphInput::file(args.graph.clone()).load_undirected()?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let stores = args.out.join("stores");
+    let partial_spec = if args.partial { Some(DataSpec::parse(&args.data_dist)?) } else { None };
+    let mut cells: Vec<Cell> = Vec::new();
+    // Layouts are computed once per method, except kith's, which packs pages for a record
+    // size and so is computed per size (with --partial: for the mean block).
+    let mut fixed: Vec<(Method, Layout)> = Vec::new();
+    for (i, &size) in args.sizes.iter().enumerate() {
+        for &method in &args.methods {
+            let record = match partial_spec {
+                Some(spec) => spec.mean().round() as u64,
+                None => size,
+            };
+            let config = kith_store::paged_config(
+                LayoutConfig {
+                    method,
+                    communities: args.communities,
+                    seed: args.seed,
+                    progress: true,
+                    ..LayoutConfig::default()
+                },
+                record.max(1),
+                kith_store::DEFAULT_CHUNK_BYTES,
+            );
+            let layout = match fixed.iter().find(|(m, _)| *m == method) {
+                Some((_, l)) => l.clone(),
+                None => {
+                    let l = compute(&graph, &config)?.layout;
+                    if method != Method::Kith || partial_spec.is_some() {
+                        fixed.push((method, l.clone()));
+                    }
+                    l
+                }
+            };
+            let dir =
+                stores.join(format!("{method}-{}", if partial_spec.is_some() { 0 } else { size }));
+            let (data, fetch) = match partial_spec {
+                Some(spec) => (spec, Some(size)),
+                None => (DataSpec::Fixed(size), None),
+            };
+            // With --partial one store per method serves every fetch size.
+            if partial_spec.is_none() || i == 0 {
+                eprintln!("bondhu-datasize: building {} ({} B)", dir.display(), size);
+                store_for(&args, &graph, &layout, &config, data, &dir)?;
+            }
+            eprintln!("bondhu-datasize: {method}, {size} B");
+            let report = measure(&args, &dir, fetch)?;
+            // Modelled pages: the data blocks the layout model predicts for the store's
+            // entries and blocks (plus the index block every query reads).
+            let modelled_pages =
+                mean_pages_of(&graph, &layout, config.record_bytes, config.page_bytes)
+                    + FIXED_BLOCKS;
+            cells.push(Cell { size, method, modelled_pages, report });
+            let last = partial_spec.is_some() && i + 1 < args.sizes.len();
+            if !args.keep_stores && !last {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+    if !args.keep_stores {
+        let _ = std::fs::remove_dir_all(&stores);
+    }
+    let name = if args.partial {
+        "bondhu-partial"
+    } else if args.warm {
+        "bondhu-datasize-warm"
+    } else {
+        "bondhu-datasize"
+    };
+    write_outputs(&args, &graph, name, &cells)
+}
+
+/// Blocks every "list all friends" reads besides the friends' data: the user's index entry,
+/// which holds the friend list.
+pub(crate) const FIXED_BLOCKS: f64 = 1.0;
+
+fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell]) -> Result<()> {
+    let baseline = args.methods[0];
+    let base_of = |size: u64| cells.iter().find(|c| c.size == size && c.method == baseline);
+    let mut csv = String::from(
+        "size_bytes,method,mode,users,median_ms,p5_ms,p95_ms,mean_ms,pages_read_mean,\
+         data_pages_read_mean,device_pages_mean,bytes_read_mean,modelled_pages,hdd_model_median_ms,\
+         hdd_model_mean_ms,hdd_model_data_mean_ms,median_improvement,hdd_model_improvement,\
+         hdd_model_data_improvement\n",
+    );
+    for c in cells {
+        let s = &c.report.summary;
+        let base = base_of(c.size).map(|b| &b.report.summary);
+        let improvement = base.map_or(f64::NAN, |b| 1.0 - s.median_ms / b.median_ms);
+        let model_improvement =
+            base.and_then(|b| Some(1.0 - s.model_mean_ms? / b.model_mean_ms?)).unwrap_or(f64::NAN);
+        let data_improvement = base
+            .and_then(|b| Some(1.0 - s.model_data_mean_ms? / b.model_data_mean_ms?))
+            .unwrap_or(f64::NAN);
+        writeln!(
+            csv,
+            "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.3},{:.3},{:.3},{:.0},{:.3},{:.3},{:.3},{:.3},{:.4},{:.4},{:.4}",
+            c.size,
+            c.method,
+            if args.warm { "warm" } else { "cold" },
+            s.users,
+            s.median_ms,
+            s.p5_ms,
+            s.p95_ms,
+            s.mean_ms,
+            s.pages_read_mean,
+            s.data_pages_read_mean,
+            s.device_pages_mean,
+            s.bytes_read_mean,
+            c.modelled_pages,
+            s.model_median_ms.unwrap_or(f64::NAN),
+            s.model_mean_ms.unwrap_or(f64::NAN),
+            s.model_data_mean_ms.unwrap_or(f64::NAN),
+            improvement,
+            model_improvement,
+            data_improvement
+        )?;
+    }
+    let csv_path = args.out.join(format!("{name}.csv"));
+    std::fs::write(&csv_path, csv)
+        .with_context(|| format!("cannot write {}", csv_path.display()))?;
+    let x_label = if args.partial { "bytes fetched per friend" } else { "data block size (bytes)" };
+    let series = |f: &dyn Fn(&Cell) -> f64| -> Vec<Series> {
+        args.methods
+            .iter()
+            .map(|&m| Series {
+                name: m.to_string(),
+                points: cells
+                    .iter()
+                    .filter(|c| c.method == m)
+                    .map(|c| (c.size as f64, f(c)))
+                    .collect(),
+            })
+            .collect()
+    };
+    let mode = if args.warm { "warm" } else { "cold" };
+    line_chart(
+        &args.out.join(format!("{name}.png")),
+        &LineChart {
+            title: &format!("list all friends, median response time ({mode})"),
+            x_label,
+            y_label: "median ms",
+            log2_x: true,
+        },
+        &series(&|c| c.report.summary.median_ms),
+    )?;
+    line_chart(
+        &args.out.join(format!("{name}-pages.png")),
+        &LineChart {
+            title: &format!("list all friends: pages (4 KiB blocks) read ({mode})"),
+            x_label,
+            y_label: "pages per query",
+            log2_x: true,
+        },
+        &series(&|c| c.report.summary.pages_read_mean),
+    )?;
+    line_chart(
+        &args.out.join(format!("{name}-hdd-model.png")),
+        &LineChart {
+            title: "friends' data reads on a modelled 7,200 rpm disk (friend lists in memory)",
+            x_label,
+            y_label: "mean ms per query",
+            log2_x: true,
+        },
+        &series(&|c| c.report.summary.model_data_mean_ms.unwrap_or(f64::NAN)),
+    )?;
+    scatter_per_user(args, graph, name, cells)?;
+    block_access(args, name, cells)?;
+    println!("wrote {} and its charts", csv_path.display());
+    Ok(())
+}
+
+/// The size the per-user and block-access pictures are drawn at: 400 B if measured (where
+/// layouts differ most in pages read), else the first.
+fn picture_size(args: &DatasizeArgs) -> u64 {
+    if args.sizes.contains(&400) { 400 } else { args.sizes[0] }
+}
+
+/// Fig. 7: per user, the layout's cost improvement (eq. 1) against its response-time
+/// improvement, over the baseline. The chart clips cost improvements below -1 (users the
+/// baseline already placed next to their friends); the CSV has them all.
+fn scatter_per_user(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell]) -> Result<()> {
+    let size = picture_size(args);
+    let Some(base) = cells.iter().find(|c| c.size == size && c.method == args.methods[0]) else {
+        return Ok(());
+    };
+    let weights = edge_weights(graph, WeightModel::Uniform)?;
+    let config = |m| LayoutConfig {
+        method: m,
+        communities: args.communities,
+        record_bytes: size,
+        seed: args.seed,
+        ..LayoutConfig::default()
+    };
+    let base_costs =
+        per_user_costs(graph, &compute(graph, &config(args.methods[0]))?.layout, &weights);
+    let mut series = Vec::new();
+    let mut csv = String::from("method,uid,cost_improvement,time_improvement\n");
+    for &m in &args.methods[1..] {
+        let Some(cell) = cells.iter().find(|c| c.size == size && c.method == m) else { continue };
+        let costs = per_user_costs(graph, &compute(graph, &config(m))?.layout, &weights);
+        let mut points = Vec::new();
+        for (run, b) in cell.report.runs.iter().zip(&base.report.runs) {
+            let Some(v) = graph.dense_id(run.uid) else { continue };
+            let (c0, c1) = (base_costs[v as usize], costs[v as usize]);
+            if c0 <= 0.0 || b.ms <= 0.0 {
+                continue;
+            }
+            let (ci, ti) = (1.0 - c1 / c0, 1.0 - run.ms / b.ms);
+            writeln!(csv, "{m},{},{ci:.4},{ti:.4}", run.uid)?;
+            points.push((ci.max(-1.0), ti.max(-1.0)));
+        }
+        series.push(Series { name: m.to_string(), points });
+    }
+    std::fs::write(args.out.join(format!("{name}-per-user.csv")), csv)?;
+    scatter_chart(
+        &args.out.join(format!("{name}-per-user.png")),
+        &LineChart {
+            title: &format!("per user at {size} B: cost improvement vs response-time improvement"),
+            x_label: "cost improvement over the baseline (eq. 1; clipped at -1)",
+            y_label: "response-time improvement",
+            log2_x: false,
+        },
+        &series,
+    )
+}
+
+/// Figs. 3–4: the device addresses of one query's reads of friends' data, in issue order,
+/// baseline vs each layout: the user of the sample with the most friends.
+fn block_access(args: &DatasizeArgs, name: &str, cells: &[Cell]) -> Result<()> {
+    let size = picture_size(args);
+    let at_size: Vec<&Cell> = cells.iter().filter(|c| c.size == size).collect();
+    let Some(first) = at_size.first() else { return Ok(()) };
+    let Some(busiest) = first.report.runs.iter().max_by_key(|r| r.friends).map(|r| r.uid) else {
+        return Ok(());
+    };
+    let mut series = Vec::new();
+    let mut csv = String::from("method,uid,read,at_us,address_kib,len\n");
+    for c in &at_size {
+        let Some(run) = c.report.runs.iter().find(|r| r.uid == busiest) else { continue };
+        let lo = run.trace.iter().map(|r| r.address).min().unwrap_or(0);
+        let mut points = Vec::new();
+        for (i, r) in run.trace.iter().enumerate() {
+            let kib = (r.address - lo) as f64 / 1024.0;
+            writeln!(csv, "{},{busiest},{i},{:.1},{kib:.1},{}", c.method, r.at_us, r.len)?;
+            points.push((i as f64, kib));
+        }
+        series.push(Series { name: format!("{} ({} reads)", c.method, run.trace.len()), points });
+    }
+    std::fs::write(args.out.join(format!("{name}-block-access.csv")), csv)?;
+    scatter_chart(
+        &args.out.join(format!("{name}-block-access.png")),
+        &LineChart {
+            title: &format!("friends' data blocks read for user {busiest} ({size} B records)"),
+            x_label: "read number (in issue order)",
+            y_label: "device address - lowest (KiB)",
+            log2_x: false,
+        },
+        &series,
+    )
+}

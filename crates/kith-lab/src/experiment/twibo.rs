@@ -1,0 +1,302 @@
+//! `kith experiment twibo` (feed strategies and caches against client counts, Twibo's
+//! Tables 3 and 4, with peaks beside Twibo's) and `twibo-cache` (cache size against
+//! throughput, hit rate and store reads per feed read, Twibo's Table 5).
+
+use anyhow::{Context, Result, ensure};
+use serde::Serialize;
+use serde_json::json;
+
+use super::service::{ServiceArgs, copy_store, drive, op, preload, prepare, stats};
+use crate::machine::{Machine, git_commit, utc_now};
+use crate::plot::{LineChart, Series, line_chart};
+use crate::processes::{ChildProcess, start_redis, start_server};
+
+/// Twibo's peak throughputs (requests/s; 3 servers × 6 processes), their Tables 3 and 4.
+const TWIBO_PEAK: [(&str, f64); 4] =
+    [("pull", 333.0), ("push", 964.0), ("push+aside", 2565.0), ("push+write-back", 3206.0)];
+const TWIBO_PROCESSES: f64 = 18.0;
+
+#[derive(Debug, Serialize)]
+struct TwiboRow {
+    backend: String,
+    config: String,
+    clients: usize,
+    throughput: f64,
+    retrieve_per_s: f64,
+    publish_per_s: f64,
+    retrieve_p50_ms: f64,
+    retrieve_p99_ms: f64,
+    publish_p99_ms: f64,
+    errors: u64,
+}
+
+const TWIBO_CONFIGS: [(&str, &[&str]); 5] = [
+    ("pull", &["--feed", "pull", "--cache", "none"]),
+    ("push", &["--feed", "push", "--cache", "none"]),
+    ("push+aside", &["--feed", "push", "--cache", "aside"]),
+    ("push+write-back", &["--feed", "push", "--cache", "write-back"]),
+    ("hybrid+write-back", &["--feed", "hybrid", "--cache", "write-back"]),
+];
+
+pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
+    let p = prepare(&args, true)?;
+    let backends = if args.backends.is_empty() {
+        vec!["in-process".to_string(), "redis".to_string()]
+    } else {
+        args.backends.clone()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut rows = Vec::new();
+    let mut reports = Vec::new();
+    for backend in &backends {
+        for (name, flags) in TWIBO_CONFIGS {
+            let copy = p.scratch.path().join("run");
+            copy_store(&p.store, &copy)?;
+            let mut server_args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+            server_args
+                .extend(["--celebrity-threshold".into(), args.celebrity_threshold.to_string()]);
+            let redis: Option<ChildProcess> = if backend == "redis" {
+                let (r, url) = start_redis(&[])?;
+                server_args.extend(["--redis".into(), url]);
+                Some(r)
+            } else {
+                ensure!(
+                    backend == "in-process",
+                    "unknown backend {backend:?}: in-process or redis"
+                );
+                None
+            };
+            let (server, base) = start_server(&copy, &server_args)?;
+            eprintln!("twibo: {backend} {name}: preloading");
+            runtime.block_on(preload(&base, &p.follows, &p.preload))?;
+            for &clients in &args.clients {
+                eprintln!("twibo: {backend} {name}: {clients} clients");
+                let r = drive(&runtime, p.rest.clone(), &base, clients, &args)?;
+                let (ret, publ) = (op(&r, "retrieve"), op(&r, "publish"));
+                rows.push(TwiboRow {
+                    backend: backend.clone(),
+                    config: name.into(),
+                    clients,
+                    throughput: r.total.throughput,
+                    retrieve_per_s: ret.map_or(0.0, |o| o.throughput),
+                    publish_per_s: publ.map_or(0.0, |o| o.throughput),
+                    retrieve_p50_ms: ret.map_or(f64::NAN, |o| o.p50_ms),
+                    retrieve_p99_ms: ret.map_or(f64::NAN, |o| o.p99_ms),
+                    publish_p99_ms: publ.map_or(f64::NAN, |o| o.p99_ms),
+                    errors: r.total.errors,
+                });
+                let last = rows.last().expect("just pushed");
+                println!(
+                    "{backend:<11}{name:<19}{clients:>5} clients {:>9.0} req/s  feed p50 {:>7.2} ms p99 {:>7.2} ms  errors {}",
+                    last.throughput, last.retrieve_p50_ms, last.retrieve_p99_ms, last.errors
+                );
+                reports.push(json!({"backend": backend, "config": name, "run": r}));
+            }
+            drop(server);
+            drop(redis);
+        }
+    }
+    // CSV, peak table beside Twibo's, charts.
+    let mut csv = String::from(
+        "backend,config,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p99_ms,publish_p99_ms,errors\n",
+    );
+    for r in &rows {
+        csv.push_str(&format!(
+            "{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{}\n",
+            r.backend,
+            r.config,
+            r.clients,
+            r.throughput,
+            r.retrieve_per_s,
+            r.publish_per_s,
+            r.retrieve_p50_ms,
+            r.retrieve_p99_ms,
+            r.publish_p99_ms,
+            r.errors
+        ));
+    }
+    std::fs::write(args.out.join("twibo.csv"), csv)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let mut table = String::from(
+        "backend,config,peak_req_per_s,peak_clients,per_core,twibo_peak,twibo_per_process,per_core_ratio,feed_p99_ms_at_peak,fewest_clients,req_per_s_at_fewest,feed_p99_ms_at_fewest\n",
+    );
+    println!(
+        "\npeak throughput beside Twibo's (Twibo: 3 servers x 6 processes; here {cores} cores shared with the driver)"
+    );
+    for backend in &backends {
+        for (name, _) in TWIBO_CONFIGS {
+            let mine: Vec<&TwiboRow> =
+                rows.iter().filter(|r| &r.backend == backend && r.config == name).collect();
+            let Some(peak) = mine.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))
+            else {
+                continue;
+            };
+            // Below saturation: the fewest clients swept (the peak itself is saturation).
+            let lightest = mine.iter().min_by_key(|r| r.clients).expect("non-empty");
+            let twibo = TWIBO_PEAK.iter().find(|(n, _)| *n == name).map(|&(_, t)| t);
+            let per_core = peak.throughput / cores;
+            let ratio = twibo.map(|t| per_core / (t / TWIBO_PROCESSES));
+            table.push_str(&format!(
+                "{backend},{name},{:.0},{},{:.0},{},{},{},{:.2},{},{:.0},{:.2}\n",
+                peak.throughput,
+                peak.clients,
+                per_core,
+                twibo.map_or(String::new(), |t| format!("{t:.0}")),
+                twibo.map_or(String::new(), |t| format!("{:.1}", t / TWIBO_PROCESSES)),
+                ratio.map_or(String::new(), |x| format!("{x:.1}")),
+                peak.retrieve_p99_ms,
+                lightest.clients,
+                lightest.throughput,
+                lightest.retrieve_p99_ms
+            ));
+            println!(
+                "{backend:<11}{name:<19} peak {:>8.0} req/s at {:>3} clients, {:>7.0} per core; feed p99 {:.2} ms at {} clients; Twibo {}{}",
+                peak.throughput,
+                peak.clients,
+                per_core,
+                lightest.retrieve_p99_ms,
+                lightest.clients,
+                twibo.map_or("-".into(), |t| format!(
+                    "{t:.0} ({:.0} per process)",
+                    t / TWIBO_PROCESSES
+                )),
+                ratio.map_or(String::new(), |x| format!(", ratio {x:.0}x"))
+            );
+        }
+        let series: Vec<Series> = TWIBO_CONFIGS
+            .iter()
+            .map(|(name, _)| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|r| &r.backend == backend && r.config == *name)
+                    .map(|r| (r.clients as f64, r.throughput))
+                    .collect(),
+            })
+            .collect();
+        let title = format!("Twibo's workload on kith ({backend})");
+        line_chart(
+            &args.out.join(format!("twibo-{backend}.png")),
+            &LineChart { title: &title, x_label: "clients", y_label: "requests/s", log2_x: true },
+            &series,
+        )?;
+    }
+    std::fs::write(args.out.join("twibo-peaks.csv"), table)?;
+    let doc = json!({"experiment": "twibo", "date": utc_now(), "commit": git_commit(), "machine": Machine::describe(),
+        "graph": args.graph.display().to_string(), "preload": p.preload.len(), "rows": rows, "runs": reports});
+    std::fs::write(args.out.join("twibo.json"), serde_json::to_string_pretty(&doc)? + "\n")?;
+    println!("wrote twibo.csv, twibo-peaks.csv, twibo.json and charts to {}", args.out.display());
+    Ok(())
+}
+
+pub(super) fn twibo_cache(args: ServiceArgs) -> Result<()> {
+    let p = prepare(&args, true)?;
+    let backends = if args.backends.is_empty() {
+        vec!["in-process".to_string()]
+    } else {
+        args.backends.clone()
+    };
+    let clients = *args.clients.last().context("--clients is empty")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut csv = String::from(
+        "backend,cache_mb,clients,throughput,feed_p99_ms,post_hit_rate,timeline_hit_rate,store_reads_per_feed_read\n",
+    );
+    // Per backend: (cache MB, throughput) and (cache MB, post hit rate %).
+    type Curves = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let mut points: Vec<Curves> = Vec::new();
+    for backend in &backends {
+        let (mut tput, mut hits) = (Vec::new(), Vec::new());
+        for &mb in &args.cache_mb {
+            let copy = p.scratch.path().join("run");
+            copy_store(&p.store, &copy)?;
+            let mut server_args: Vec<String> =
+                ["--feed", "push", "--cache", "aside"].iter().map(|s| s.to_string()).collect();
+            let redis = if backend == "redis" {
+                let (r, url) = start_redis(&[
+                    "--maxmemory".into(),
+                    format!("{mb}mb"),
+                    "--maxmemory-policy".into(),
+                    "allkeys-lru".into(),
+                ])?;
+                server_args.extend(["--redis".into(), url]);
+                Some(r)
+            } else {
+                ensure!(
+                    backend == "in-process",
+                    "unknown backend {backend:?}: in-process or redis"
+                );
+                server_args.extend(["--cache-bytes".into(), (mb << 20).to_string()]);
+                None
+            };
+            let (server, base) = start_server(&copy, &server_args)?;
+            eprintln!("twibo-cache: {backend} {mb} MB: preloading");
+            runtime.block_on(preload(&base, &p.follows, &p.preload))?;
+            let before = runtime.block_on(stats(&base))?;
+            let r = drive(&runtime, p.rest.clone(), &base, clients, &args)?;
+            let after = runtime.block_on(stats(&base))?;
+            let delta = |kind: &str, f: &str| {
+                after["hit_rate"][kind][f]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .saturating_sub(before["hit_rate"][kind][f].as_u64().unwrap_or(0))
+            };
+            let rate = |kind: &str| {
+                let (h, m) = (delta(kind, "hits"), delta(kind, "misses"));
+                if h + m == 0 { f64::NAN } else { h as f64 / (h + m) as f64 }
+            };
+            let feed = op(&r, "retrieve");
+            let reads = feed.map_or(0, |o| o.ops).max(1);
+            // Store requests per feed read: post bodies missed in the cache (each a read of
+            // the feed database), plus timeline builds (each a pull from it).
+            let store_reads =
+                (delta("post", "misses") + delta("timeline", "misses")) as f64 / reads as f64;
+            csv.push_str(&format!(
+                "{backend},{mb},{clients},{:.1},{:.3},{:.4},{:.4},{:.3}\n",
+                r.total.throughput,
+                feed.map_or(f64::NAN, |o| o.p99_ms),
+                rate("post"),
+                rate("timeline"),
+                store_reads
+            ));
+            println!(
+                "{backend:<11}{mb:>4} MB {:>9.0} req/s  post hit rate {:>6.1} %  timeline hit rate {:>6.1} %  store reads per feed read {:.2}",
+                r.total.throughput,
+                100.0 * rate("post"),
+                100.0 * rate("timeline"),
+                store_reads
+            );
+            tput.push((mb as f64, r.total.throughput));
+            hits.push((mb as f64, 100.0 * rate("post")));
+            drop(server);
+            drop(redis);
+        }
+        points.push((backend.clone(), tput, hits));
+    }
+    std::fs::write(args.out.join("twibo-cache.csv"), csv)?;
+    let series: Vec<Series> =
+        points.iter().map(|(b, t, _)| Series { name: b.clone(), points: t.clone() }).collect();
+    line_chart(
+        &args.out.join("twibo-cache-throughput.png"),
+        &LineChart {
+            title: "Twibo's workload: cache size vs throughput (push + aside)",
+            x_label: "cache (MB)",
+            y_label: "requests/s",
+            log2_x: true,
+        },
+        &series,
+    )?;
+    let series: Vec<Series> =
+        points.iter().map(|(b, _, h)| Series { name: b.clone(), points: h.clone() }).collect();
+    line_chart(
+        &args.out.join("twibo-cache-hit-rate.png"),
+        &LineChart {
+            title: "Twibo's workload: cache size vs post hit rate",
+            x_label: "cache (MB)",
+            y_label: "hit rate (%)",
+            log2_x: true,
+        },
+        &series,
+    )?;
+    println!("wrote twibo-cache.csv and charts to {}", args.out.display());
+    Ok(())
+}
