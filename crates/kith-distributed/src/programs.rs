@@ -1,6 +1,7 @@
 //! `kith-analytics`' vertex programs for the distributed engine: the same computations,
 //! with slots for ids (a slot's global id where the id itself matters) and PageRank's
-//! dangling mass and L1 change summed over workers.
+//! dangling mass and L1 change summed over workers. The list-valued programs' results are
+//! read back here too: triangle counts and common-friend lists from their [`Lists`].
 
 use kith_analytics::{
     Formulation, MutualFriends, PageRankConfig, UNREACHABLE, next_distance, next_hops, next_rank,

@@ -19,7 +19,7 @@ use super::report::{JobReport, Phases, RoundReport};
 use crate::error::{Error, Result};
 
 /// Runs merged at once; more runs take extra merge passes.
-pub const MERGE_FACTOR: usize = 10;
+pub(crate) const MERGE_FACTOR: usize = 10;
 /// The buffer of every file read or written: one operation per refill or flush.
 const IO_BUFFER: usize = 256 << 10;
 

@@ -1,4 +1,4 @@
-//! MapReduce on one machine, as the complex-network study ran its jobs: each round maps
+//! MapReduce as the complex-network study ran its jobs on one machine: each round maps
 //! input records to `(key, value)` pairs, shuffles them (sorts by key in a memory buffer,
 //! spilling sorted runs to disk whenever the buffer outgrows its budget), merges the runs
 //! (at most `MERGE_FACTOR` at a time, as Hadoop's `io.sort.factor`), and reduces each key's

@@ -33,6 +33,7 @@ impl Emit for Output {
     }
 }
 
+/// Appends one record to `out`.
 pub(super) fn write_record(out: &mut impl Write, key: u64, value: &[u32]) -> std::io::Result<()> {
     out.write_all(&key.to_le_bytes())?;
     out.write_all(&(value.len() as u32).to_le_bytes())?;
