@@ -198,12 +198,6 @@ impl<'a, V> Context<'a, V> {
             .map(move |(i, &u)| (u, weights.map_or(1.0, |w| w[i])))
     }
 
-    /// Out-degree of a vertex.
-    #[inline]
-    pub fn out_degree(&self, u: VertexId) -> u32 {
-        self.graph.out_degree(u)
-    }
-
     /// The (real) value of a vertex.
     #[inline]
     pub fn value(&self, u: VertexId) -> &'a V {
@@ -214,12 +208,6 @@ impl<'a, V> Context<'a, V> {
     #[inline]
     pub fn own(&self) -> &'a V {
         &self.real[self.vertex as usize]
-    }
-
-    /// Vertices in the graph.
-    #[inline]
-    pub fn num_vertices(&self) -> usize {
-        self.graph.num_vertices()
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// An analytics error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A file or directory could not be read, written or created.
     #[error("{path}: {source}")]

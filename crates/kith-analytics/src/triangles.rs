@@ -23,7 +23,7 @@ fn higher_neighbours(graph: &InGraph) -> (Vec<usize>, Vec<VertexId>) {
     }
     let targets: Vec<VertexId> = (0..n as VertexId)
         .into_par_iter()
-        .with_min_len(crate::SUB_SHARD)
+        .with_min_len(crate::engine::SUB_SHARD)
         .flat_map_iter(|v| graph.in_links(v).iter().copied().filter(move |&u| rank(u) > rank(v)))
         .collect();
     (offsets, targets)
@@ -45,7 +45,7 @@ pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
     }
     let result = (0..n)
         .into_par_iter()
-        .with_min_len(crate::SUB_SHARD)
+        .with_min_len(crate::engine::SUB_SHARD)
         .fold(
             || Local { stamp: vec![u32::MAX; n], per: vec![0; n], total: 0 },
             |mut local, v| {

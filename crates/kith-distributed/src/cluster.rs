@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
 use crate::part::ExchangeMode;
-use crate::{Error, Result};
 
 /// Where this process is in a cluster, and how the run behaves.
 #[derive(Clone, Debug)]

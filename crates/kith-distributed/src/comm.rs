@@ -19,7 +19,7 @@
 //!   other servers that hold at least one of `v`'s out-neighbours: each gets the value once.
 //!
 //! Each is averaged over vertices. Computation balance is measured, not modelled: the
-//! in-links of each server's vertices under [`crate::owner`], the hash the engine uses.
+//! in-links of each server's vertices under [`owner`], the hash the engine uses.
 //! The measured `messages` of a real fetch-once run, per vertex per step in which every
 //! vertex changed, are this placement's realisation of the LFGraph line (and per-edge
 //! runs of the Pregel line).

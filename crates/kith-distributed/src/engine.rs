@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::net::{Envelope, Net};
-use crate::part::{ExchangeMode, Part, owner};
+use crate::part::{ExchangeMode, Part, Shared, owner};
 use crate::report::{Report, WorkerStep};
 
 /// What a vertex sees during a step.
@@ -184,7 +184,7 @@ pub struct Output<V> {
 /// Runs `program` on this worker. Returns `Some` on worker 0.
 pub(crate) fn run_worker<P: Program>(
     worker: &mut Worker,
-    shared: &crate::Shared,
+    shared: &Shared,
     mut program: P,
     config: &WorkerConfig,
 ) -> Result<Option<Output<P::Value>>, String> {

@@ -36,134 +36,26 @@
 mod cluster;
 mod comm;
 mod engine;
+mod error;
 mod mr;
 mod net;
 mod part;
 mod programs;
 mod report;
-
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
-use kith_analytics::{InGraph, MutualFriends};
+mod run;
 
 pub use cluster::{Cluster, loopback_addresses, read_hostfile};
 pub use comm::{CommModel, Overhead, overhead};
-pub use engine::{Ctx, Output, Program, Totals};
-pub use mr::{MrJob, MrOutput, MrReport, MrRoundReport, Records, run_mr};
-pub use part::{ExchangeMode, Part, owner};
-pub use programs::{Distances, Hops, Lists, MinLabel, MutualLists, PageRank, TriangleLists};
-pub use report::{Exchange, Report, Spread, StepReport, WorkerStep};
-
-/// An error of a distributed run.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// A file could not be read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the operating system said.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A hostfile line is malformed.
-    #[error("{path}:{line}: {message}")]
-    Hostfile {
-        /// The hostfile.
-        path: PathBuf,
-        /// The line, from 1 (0: the file as a whole).
-        line: u64,
-        /// What is wrong.
-        message: String,
-    },
-    /// The cluster could not start or a worker failed.
-    #[error("{0}")]
-    Cluster(String),
-    /// An argument the run cannot accept.
-    #[error("{0}")]
-    InvalidArgument(String),
-}
-
-/// A result with [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// The loaded graph, shared by this process's workers until each has built its part.
-struct Shared {
-    graph: Mutex<Option<Arc<InGraph>>>,
-    remaining: AtomicUsize,
-}
-
-impl Shared {
-    fn take(&self) -> Arc<InGraph> {
-        let graph = self.graph.lock().expect("graph lock").clone();
-        graph.expect("every worker takes the graph once")
-    }
-
-    /// Called by each worker once its part is built: the last one drops the process's copy.
-    fn release(&self) {
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.graph.lock().expect("graph lock").take();
-        }
-    }
-}
-
-/// Runs `program` on `graph` as process `cluster.process` of the cluster: every process
-/// calls this with the same graph and program. Returns the values and the report on
-/// process 0, `None` on the others.
-///
-/// # Errors
-/// The cluster cannot form (a process unreachable within the connect timeout, an address
-/// in use), the processes run different things, or a worker fails. A process that dies
-/// mid-run ends this one with a message (see [`Cluster`]).
-pub fn run<P: Program + Clone + Sync>(
-    graph: Arc<InGraph>,
-    program: P,
-    cluster: &Cluster,
-) -> Result<Option<Output<P::Value>>> {
-    let config = engine::WorkerConfig {
-        mode: cluster.mode,
-        wait_timeout: cluster.wait_timeout,
-        description: format!(
-            "{} processes x {} threads, {} exchange, {} vertices, {} in-links{}",
-            cluster.processes(),
-            cluster.threads,
-            cluster.mode.name(),
-            graph.num_vertices(),
-            graph.num_in_links(),
-            if graph.is_weighted() { ", weighted" } else { "" }
-        ),
-    };
-    let shared = Arc::new(Shared {
-        graph: Mutex::new(Some(graph)),
-        remaining: AtomicUsize::new(cluster.threads),
-    });
-    cluster::execute(cluster, move |worker| {
-        engine::run_worker(worker, &shared, program.clone(), &config)
-    })
-}
-
-/// Triangles through each vertex from [`TriangleLists`]' values.
-pub fn triangle_counts(values: &[Lists]) -> Vec<u64> {
-    values.iter().map(|v| if let Lists::Count(c) = v { *c } else { 0 }).collect()
-}
-
-/// Every friendship's common friends from [`MutualLists`]' values (global dense ids).
-pub fn mutual_friends(values: &[Lists]) -> MutualFriends {
-    let mut lists = Vec::new();
-    for (a, value) in values.iter().enumerate() {
-        let Lists::Common(flat) = value else { continue };
-        let mut i = 0;
-        while i + 1 < flat.len() {
-            let (b, count) = (flat[i], flat[i + 1] as usize);
-            lists.push(((a as u32, b), flat[i + 2..i + 2 + count].to_vec()));
-            i += 2 + count;
-        }
-    }
-    MutualFriends::from_lists(lists)
-}
+pub use engine::{Output, Program};
+pub use error::{Error, Result};
+pub use mr::{MrJob, MrOutput, MrReport, run_mr};
+pub use part::ExchangeMode;
+pub use programs::{
+    Distances, Hops, MinLabel, MutualLists, PageRank, TriangleLists, mutual_friends,
+    triangle_counts,
+};
+pub use report::{Report, Spread};
+pub use run::run;
 
 #[cfg(test)]
 mod tests;

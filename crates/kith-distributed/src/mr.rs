@@ -12,10 +12,10 @@ use kith_analytics::{Emit, Group, InGraph, Input, MrEngine, MutualFriends};
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
-use crate::Result;
 use crate::cluster::Cluster;
+use crate::error::Result;
 use crate::net::{Envelope, Net};
-use crate::part::owner_of_key;
+use crate::part::{owner, owner_of_key};
 use crate::report::Spread;
 
 /// A worker's records: `(key, value)` with values of `u32`s, flat.
@@ -127,7 +127,7 @@ impl MrEngine for TimelyMr<'_> {
         match input {
             Input::Graph(graph) => {
                 for v in 0..graph.num_vertices() as u32 {
-                    if crate::owner(v, workers) == me {
+                    if owner(v, workers) == me {
                         map(u64::from(v), graph.in_links(v), &mut router);
                         log.input_records += 1;
                     }

@@ -1,6 +1,10 @@
 //! One worker's part of the graph under hash partitioning: its own vertices' in-links only,
 //! with every in-neighbour given a slot (its own vertices first, then replicas of remote
-//! in-neighbours), and the subscribe lists that say which remote values it needs.
+//! in-neighbours), and the subscribe lists that say which remote values it needs; and the
+//! whole graph as a process's workers share it until each has built its part.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use kith_analytics::InGraph;
 use kith_graph::VertexId;
@@ -169,6 +173,31 @@ impl Part {
     #[inline]
     pub fn num_global(&self) -> usize {
         self.num_global
+    }
+}
+
+/// The loaded graph, shared by this process's workers until each has built its part.
+pub(crate) struct Shared {
+    graph: Mutex<Option<Arc<InGraph>>>,
+    remaining: AtomicUsize,
+}
+
+impl Shared {
+    /// `graph`, to be taken by each of `workers` workers once.
+    pub(crate) fn new(graph: Arc<InGraph>, workers: usize) -> Shared {
+        Shared { graph: Mutex::new(Some(graph)), remaining: AtomicUsize::new(workers) }
+    }
+
+    pub(crate) fn take(&self) -> Arc<InGraph> {
+        let graph = self.graph.lock().expect("graph lock").clone();
+        graph.expect("every worker takes the graph once")
+    }
+
+    /// Called by each worker once its part is built: the last one drops the process's copy.
+    pub(crate) fn release(&self) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.graph.lock().expect("graph lock").take();
+        }
     }
 }
 

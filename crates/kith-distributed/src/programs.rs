@@ -1,9 +1,10 @@
 //! `kith-analytics`' vertex programs for the distributed engine: the same computations,
 //! with slots for ids (a slot's global id where the id itself matters) and PageRank's
-//! dangling mass and L1 change summed over workers.
+//! dangling mass and L1 change summed over workers. The list-valued programs' results are
+//! read back here too: triangle counts and common-friend lists from their [`Lists`].
 
 use kith_analytics::{
-    Formulation, PageRankConfig, UNREACHABLE, next_distance, next_hops, next_rank,
+    Formulation, MutualFriends, PageRankConfig, UNREACHABLE, next_distance, next_hops, next_rank,
     sum_contributions,
 };
 use kith_graph::for_each_common;
@@ -242,4 +243,24 @@ impl Program for MutualLists {
         }
         Some(Lists::Common(out))
     }
+}
+
+/// Triangles through each vertex from [`TriangleLists`]' values.
+pub fn triangle_counts(values: &[Lists]) -> Vec<u64> {
+    values.iter().map(|v| if let Lists::Count(c) = v { *c } else { 0 }).collect()
+}
+
+/// Every friendship's common friends from [`MutualLists`]' values (global dense ids).
+pub fn mutual_friends(values: &[Lists]) -> MutualFriends {
+    let mut lists = Vec::new();
+    for (a, value) in values.iter().enumerate() {
+        let Lists::Common(flat) = value else { continue };
+        let mut i = 0;
+        while i + 1 < flat.len() {
+            let (b, count) = (flat[i], flat[i + 1] as usize);
+            lists.push(((a as u32, b), flat[i + 2..i + 2 + count].to_vec()));
+            i += 2 + count;
+        }
+    }
+    MutualFriends::from_lists(lists)
 }

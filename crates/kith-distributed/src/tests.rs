@@ -7,6 +7,7 @@ use std::time::Duration;
 use kith_analytics::{Formulation, InGraph, PageRankConfig};
 use kith_graph::Graph;
 
+use crate::part::owner;
 use crate::*;
 
 fn random_graph(n: u32, m: usize, directed: bool, seed: u64) -> Graph {

@@ -1,6 +1,11 @@
-//! Compressed sparse rows: one offset per vertex into a flat array of neighbour ids.
+//! Dense vertex ids and compressed sparse rows: one offset per vertex into a flat array of
+//! neighbour ids.
 
-use crate::VertexId;
+/// A dense vertex id: `0..graph.num_nodes()`.
+pub type VertexId = u32;
+
+/// The most vertices a graph can have: dense ids are `u32`.
+pub(crate) const MAX_VERTICES: usize = u32::MAX as usize;
 
 /// An immutable adjacency structure in compressed-sparse-row form.
 ///

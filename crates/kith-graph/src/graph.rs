@@ -3,8 +3,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::VertexId;
-use crate::csr::{Csr, prefix_sum, unpack};
+use crate::csr::{Csr, VertexId, prefix_sum, unpack};
 
 /// What was cleaned out of the input while building a graph.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -33,18 +33,10 @@ mod stats;
 mod weights;
 mod write;
 
-pub use csr::Csr;
+pub use csr::VertexId;
 pub use error::{Error, Result};
 pub use graph::{Cleaning, Graph};
-pub use load::{Format, LoadConfig, MAX_VERTICES, format_from_name, load};
-pub use stats::{DegreeSummary, GraphStats, component_labels, component_sizes, stats};
+pub use load::{Format, LoadConfig, load};
+pub use stats::{DegreeSummary, GraphStats, stats};
 pub use weights::{WeightModel, edge_weights, for_each_common, intersection_size};
 pub use write::{read_communities, save, write_communities};
-
-/// A dense vertex id: `0..graph.num_nodes()`.
-pub type VertexId = u32;
-
-/// Snapshot format details, for tools that inspect `.kgraph` files.
-pub mod kgraph {
-    pub use crate::snapshot::{MAGIC, VERSION, read, write};
-}

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
-use crate::csr::Csr;
+use crate::csr::{Csr, VertexId};
+use crate::error::{Error, Result};
 use crate::graph::{Cleaning, Graph};
-use crate::{Error, Result, VertexId};
 
 /// The first eight bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"KITHGRPH";

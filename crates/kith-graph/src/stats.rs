@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use crate::{Graph, VertexId};
+use crate::csr::VertexId;
+use crate::graph::Graph;
 
 /// What `kith graph stats` reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -95,7 +96,7 @@ pub fn stats(graph: &Graph) -> GraphStats {
 }
 
 /// The size of every (weakly) connected component, in no particular order.
-pub fn component_sizes(graph: &Graph) -> Vec<u64> {
+pub(crate) fn component_sizes(graph: &Graph) -> Vec<u64> {
     let labels = component_labels(graph);
     let mut sizes = vec![0u64; labels.len()];
     for &root in &labels {
@@ -108,7 +109,7 @@ pub fn component_sizes(graph: &Graph) -> Vec<u64> {
 /// For every vertex, a representative of its (weakly) connected component: union-find with
 /// union by size and path halving over the out-adjacency, which holds every edge once in some
 /// direction.
-pub fn component_labels(graph: &Graph) -> Vec<VertexId> {
+pub(crate) fn component_labels(graph: &Graph) -> Vec<VertexId> {
     let n = graph.num_nodes();
     let mut parent: Vec<VertexId> = (0..n as VertexId).collect();
     let mut size = vec![1u32; n];

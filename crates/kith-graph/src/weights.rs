@@ -15,8 +15,9 @@ use rayon::prelude::*;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::csr::{Csr, prefix_sum};
-use crate::{Error, Graph, Result, VertexId};
+use crate::csr::{Csr, VertexId, prefix_sum};
+use crate::error::{Error, Result};
+use crate::graph::Graph;
 
 /// An edge-weight model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

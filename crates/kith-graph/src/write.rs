@@ -8,7 +8,10 @@ use flate2::Compression;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
-use crate::{Error, Graph, Result, VertexId, snapshot};
+use crate::csr::VertexId;
+use crate::error::{Error, Result};
+use crate::graph::Graph;
+use crate::snapshot;
 
 /// Saves `graph` to `path`, choosing the format by name: `.kgraph` writes a snapshot, `.csv`
 /// a CSV edge list with a `source,target` header, anything else a SNAP edge list. Text is
@@ -127,7 +130,7 @@ fn write_text(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{LoadConfig, load};
+    use crate::load::{LoadConfig, load};
 
     #[test]
     fn every_text_format_reads_back_to_the_same_graph() -> Result<()> {

@@ -60,7 +60,7 @@ pub(crate) fn split(
 }
 
 /// Bondhu's layout from a partition: greedy within communities and across them.
-pub fn arrange_communities(
+pub(crate) fn arrange_communities(
     graph: &Graph,
     weights: &[f64],
     partition: &Partition,
@@ -99,7 +99,7 @@ mod tests {
         let w = vec![1.0; g.out_csr().num_entries()];
         let p = crate::community::metis_partition(g, &w, 16, 1).unwrap();
         let order = arrange_communities(g, &w, &p, 9);
-        crate::Layout::from_order(order.clone()).unwrap();
+        crate::layout::Layout::from_order(order.clone()).unwrap();
         // Each community occupies one run of positions.
         let runs = order
             .windows(2)

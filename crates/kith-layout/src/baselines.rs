@@ -8,20 +8,20 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
 /// Input order: vertices by ascending original id (kith's dense ids are their ranks).
-pub fn default_order(graph: &Graph) -> Vec<VertexId> {
+pub(crate) fn input_order(graph: &Graph) -> Vec<VertexId> {
     (0..graph.num_nodes() as VertexId).collect()
 }
 
 /// A uniformly random permutation, seeded.
-pub fn random_order(graph: &Graph, seed: u64) -> Vec<VertexId> {
-    let mut order = default_order(graph);
+pub(crate) fn random_order(graph: &Graph, seed: u64) -> Vec<VertexId> {
+    let mut order = input_order(graph);
     order.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ 0x7261_6e64_6f6d));
     order
 }
 
 /// Descending degree, ties by input order.
-pub fn degree_order(graph: &Graph) -> Vec<VertexId> {
-    let mut order = default_order(graph);
+pub(crate) fn degree_order(graph: &Graph) -> Vec<VertexId> {
+    let mut order = input_order(graph);
     order.sort_by_key(|&v| std::cmp::Reverse(graph.degree(v)));
     order
 }
@@ -30,13 +30,13 @@ pub fn degree_order(graph: &Graph) -> Vec<VertexId> {
 /// the next ones alternately right and left of it, so that the access frequency falls off
 /// symmetrically from the centre, which minimises expected seek distance for independent
 /// accesses.
-pub fn organ_pipe_order(graph: &Graph) -> Vec<VertexId> {
+pub(crate) fn organ_pipe_order(graph: &Graph) -> Vec<VertexId> {
     crate::greedy::alternate_sides(&degree_order(graph))
 }
 
 /// Breadth-first order: from the highest-degree unvisited vertex, neighbours in input order;
 /// every component in turn, larger hubs first.
-pub fn bfs_order(graph: &Graph) -> Vec<VertexId> {
+pub(crate) fn bfs_order(graph: &Graph) -> Vec<VertexId> {
     let n = graph.num_nodes();
     let mut visited = vec![false; n];
     let mut order = Vec::with_capacity(n);
@@ -64,9 +64,9 @@ pub fn bfs_order(graph: &Graph) -> Vec<VertexId> {
 /// pseudo-peripheral vertex (found by repeated BFS from a minimum-degree vertex while the
 /// eccentricity grows), visit neighbours in ascending degree, then reverse the whole order.
 /// Components are taken in order of their minimum-degree vertex.
-pub fn rcm_order(graph: &Graph) -> Vec<VertexId> {
+pub(crate) fn rcm_order(graph: &Graph) -> Vec<VertexId> {
     let n = graph.num_nodes();
-    let mut by_degree = default_order(graph);
+    let mut by_degree = input_order(graph);
     by_degree.sort_by_key(|&v| graph.degree(v));
     let mut visited = vec![false; n];
     // Scratch for the pseudo-peripheral search: BFS levels stamped with the search number.

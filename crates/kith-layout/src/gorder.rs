@@ -14,7 +14,7 @@
 use kith_graph::{Graph, VertexId};
 
 /// Gorder's window size in the paper's experiments.
-pub const DEFAULT_WINDOW: usize = 5;
+pub(crate) const DEFAULT_WINDOW: usize = 5;
 
 const NONE: u32 = u32::MAX;
 
@@ -105,7 +105,7 @@ impl UnitHeap {
 ///
 /// # Complexity
 /// `O(Σ_u d(u)²)` over vertices of degree at most `√n`, plus `O(E)`.
-pub fn gorder_order(graph: &Graph, window: usize) -> Vec<VertexId> {
+pub(crate) fn gorder_order(graph: &Graph, window: usize) -> Vec<VertexId> {
     let n = graph.num_nodes();
     if n == 0 {
         return Vec::new();

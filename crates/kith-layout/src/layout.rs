@@ -14,7 +14,7 @@ use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use kith_graph::{Graph, VertexId};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A placement of `n` vertices on `n` consecutive slots.
 ///

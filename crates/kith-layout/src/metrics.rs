@@ -20,7 +20,7 @@ use kith_graph::{Graph, VertexId};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::Layout;
+use crate::layout::Layout;
 
 /// The page size of the paper's and kith's disk model.
 pub const PAGE_BYTES: u64 = 4096;
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn paper_example_costs_18_in_input_order() {
-        let g = crate::paper_example();
+        let g = crate::example::paper_example();
         assert_eq!(la_cost(&g, &Layout::identity(7)), 18);
         // The paper's worked-example layout {2,1,3,5,7,6,4} (ids 1..7 are dense 0..6).
         let paper = Layout::from_order(vec![1, 0, 2, 4, 6, 5, 3]).unwrap();

@@ -16,12 +16,9 @@ mod mix;
 mod sonetor;
 mod trace;
 
-pub use config::{LogNorm, Markov, PostSize, SonetorConfig, Zipf};
+pub use config::SonetorConfig;
 pub use driver::{OpReport, RunConfig, RunReport, check_target, run};
 pub use error::{Error, Result};
-pub use mix::{
-    FriendAccess, LINKBENCH, LinkBench, NEW_NODE_BASE, PARKER_CALLS, ParkerCalls, Request, Source,
-    TraceSource,
-};
-pub use sonetor::{Activity, BLOCK, Event, MAX_SESSIONS, Samples, generate, reduce};
+pub use mix::{FriendAccess, LinkBench, ParkerCalls, Source, TraceSource};
+pub use sonetor::{Activity, Event, generate};
 pub use trace::{read_trace, write_trace};

@@ -87,7 +87,7 @@ impl Source for TraceSource {
 }
 
 /// LinkBench's operation shares (percent) and kith's endpoint for each.
-pub const LINKBENCH: [(&str, f64); 10] = [
+pub(crate) const LINKBENCH: [(&str, f64); 10] = [
     ("getlinklist", 50.7),
     ("getnode", 12.9),
     ("addlink", 9.0),
@@ -101,7 +101,7 @@ pub const LINKBENCH: [(&str, f64); 10] = [
 ];
 
 /// New users made by `addnode` get ids from here up.
-pub const NEW_NODE_BASE: u64 = 1 << 50;
+pub(crate) const NEW_NODE_BASE: u64 = 1 << 50;
 
 /// The LinkBench-like mix over Parker's API (users drawn uniformly from `users`):
 /// getlinklist `GET /users/u/friends?limit=100`, getnode `GET /users/u/profile`, addlink and
@@ -224,7 +224,7 @@ pub struct ParkerCalls {
 }
 
 /// The calls of [`ParkerCalls`].
-pub const PARKER_CALLS: [&str; 11] = [
+pub(crate) const PARKER_CALLS: [&str; 11] = [
     "get_user",
     "get_profile",
     "get_friends_list",

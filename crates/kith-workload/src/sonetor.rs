@@ -20,10 +20,10 @@ use rayon::prelude::*;
 use crate::config::{LogNorm, SonetorConfig, Zipf};
 
 /// Users per independently seeded block.
-pub const BLOCK: usize = 1024;
+pub(crate) const BLOCK: usize = 1024;
 /// Most sessions drawn for one user (zipf's tail is unbounded; in `compat` mode each session
 /// starts near time 0, so nothing else bounds them).
-pub const MAX_SESSIONS: u64 = 100_000;
+pub(crate) const MAX_SESSIONS: u64 = 100_000;
 
 /// What a user does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -225,7 +225,7 @@ fn user_events<R: Rng>(
 }
 
 /// Twibo's reduction of post sizes: divide by the factor until at most the bound.
-pub fn reduce(mut size: u64, c: &SonetorConfig) -> u64 {
+pub(crate) fn reduce(mut size: u64, c: &SonetorConfig) -> u64 {
     if c.post_size.reduce_above > 0 {
         while size > c.post_size.reduce_above {
             size /= c.post_size.reduce_factor;

@@ -4,7 +4,9 @@
 
 use kith_graph::{VertexId, for_each_common};
 
-use super::{Emit, Engine, Group, Input, JobReport, MrConfig, MrEngine};
+use super::contract::{Emit, Group, Input, MrEngine};
+use super::local::{LocalEngine, MrConfig};
+use super::report::JobReport;
 use crate::engine::InGraph;
 use crate::error::Result;
 use crate::mutual::MutualFriends;
@@ -24,7 +26,7 @@ fn unpair(key: u64) -> (VertexId, VertexId) {
 /// # Errors
 /// The spill directory cannot be written, or a spill file cannot be read back.
 pub fn mr_mutual_friends(graph: &InGraph, config: &MrConfig) -> Result<(MutualFriends, JobReport)> {
-    let mut engine = Engine::new(config)?;
+    let mut engine = LocalEngine::new(config)?;
     let result = mutual_friends_job(&mut engine, graph)?;
     Ok((result, engine.finish()))
 }
@@ -69,7 +71,7 @@ const MESSAGE: u32 = 1;
 /// # Errors
 /// As [`mr_mutual_friends`].
 pub fn mr_components(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u32>, JobReport)> {
-    let mut engine = Engine::new(config)?;
+    let mut engine = LocalEngine::new(config)?;
     let labels = components_job(&mut engine, graph)?;
     Ok((labels, engine.finish()))
 }
@@ -148,7 +150,7 @@ const EDGE: u32 = u32::MAX;
 /// # Errors
 /// As [`mr_mutual_friends`].
 pub fn mr_triangles(graph: &InGraph, config: &MrConfig) -> Result<(Vec<u64>, u64, JobReport)> {
-    let mut engine = Engine::new(config)?;
+    let mut engine = LocalEngine::new(config)?;
     let (per, total) = triangles_job(&mut engine, graph)?;
     Ok((per, total, engine.finish()))
 }

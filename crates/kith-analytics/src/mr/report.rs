@@ -1,7 +1,7 @@
 //! What a MapReduce job reports: per-phase times, per-round records and I/O, and the
 //! storage medium its I/O profile calls for, priced on a disk and an SSD cost model.
 
-use super::IoCounters;
+use super::io::IoCounters;
 
 /// Seconds per phase, as the study reports them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

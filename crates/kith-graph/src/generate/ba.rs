@@ -4,8 +4,11 @@
 
 use rand::Rng;
 
-use super::{Progress, rng_for};
-use crate::{Error, Graph, Result, VertexId};
+use super::streams::rng_for;
+use crate::csr::{MAX_VERTICES, VertexId};
+use crate::error::{Error, Result};
+use crate::graph::Graph;
+use crate::progress::Stages;
 
 /// Parameters of a Barabási–Albert graph.
 #[derive(Clone, Debug)]
@@ -33,14 +36,13 @@ impl Default for BaConfig {
 pub fn barabasi_albert(config: &BaConfig) -> Result<Graph> {
     let n = config.nodes;
     let m = (config.avg_degree / 2.0).round() as usize;
-    if m < 1 || n < m + 2 || n > crate::MAX_VERTICES {
+    if m < 1 || n < m + 2 || n > MAX_VERTICES {
         return Err(Error::InvalidArgument(format!(
             "Barabási–Albert needs --avg-degree >= 1 and more than avg-degree/2 + 1 nodes (at most {}), got {n} nodes and avg-degree {}",
-            crate::MAX_VERTICES,
-            config.avg_degree
+            MAX_VERTICES, config.avg_degree
         )));
     }
-    let progress = Progress::new(config.progress, "Barabási–Albert");
+    let progress = Stages::new(config.progress, "Barabási–Albert");
     progress.stage("attaching vertices");
     let mut rng = rng_for(config.seed, 0);
     let mut edges: Vec<(VertexId, VertexId)> = Vec::with_capacity(n * m);

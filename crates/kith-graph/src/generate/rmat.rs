@@ -10,8 +10,11 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 
-use super::{Progress, rng_for};
-use crate::{Error, Graph, Result, VertexId};
+use super::streams::rng_for;
+use crate::csr::{MAX_VERTICES, VertexId};
+use crate::error::{Error, Result};
+use crate::graph::Graph;
+use crate::progress::Stages;
 
 /// Parameters of an R-MAT graph.
 #[derive(Clone, Debug)]
@@ -50,10 +53,10 @@ const BLOCK: u64 = 1 << 16;
 /// Fewer than 2 vertices, a non-positive mean degree, or probabilities that do not sum to 1.
 pub fn rmat(config: &RmatConfig) -> Result<Graph> {
     let n = config.nodes;
-    if !(2..=crate::MAX_VERTICES).contains(&n) {
+    if !(2..=MAX_VERTICES).contains(&n) {
         return Err(Error::InvalidArgument(format!(
             "R-MAT needs between 2 and {} nodes, got {n}",
-            crate::MAX_VERTICES
+            MAX_VERTICES
         )));
     }
     let p = config.probabilities;
@@ -69,7 +72,7 @@ pub fn rmat(config: &RmatConfig) -> Result<Graph> {
             config.avg_degree
         )));
     }
-    let progress = Progress::new(config.progress, "R-MAT");
+    let progress = Stages::new(config.progress, "R-MAT");
     let scale = usize::BITS - (n - 1).leading_zeros();
     let edges = (n as f64 * config.avg_degree / 2.0).round() as u64;
     let blocks = edges.div_ceil(BLOCK);

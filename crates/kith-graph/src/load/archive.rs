@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
-use super::RawEdges;
 use super::parse::{Separator, parse_lines, parse_one_id};
-use crate::{Error, Result};
+use super::text::RawEdges;
+use crate::error::{Error, Result};
 
 const EDGE_LIST_ENDINGS: [&str; 5] = [".csv", ".txt", ".tsv", ".edges", ".mtx"];
 

@@ -2,10 +2,8 @@
 
 use rayon::prelude::*;
 
-use crate::{Graph, VertexId};
-
-/// The most vertices a graph can have: dense ids are `u32`.
-pub const MAX_VERTICES: usize = u32::MAX as usize;
+use crate::csr::{MAX_VERTICES, VertexId};
+use crate::graph::Graph;
 
 /// Builds a graph from edges in original ids. Every id that appears is a vertex, including one
 /// whose only edge is a self-loop.

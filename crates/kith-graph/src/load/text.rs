@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 
-use super::Format;
+use super::format::Format;
 use super::parse::{IdBounds, LineError, Separator, parse_line, parse_lines, quoted};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 const CHUNK_BYTES: usize = 4 << 20;
 

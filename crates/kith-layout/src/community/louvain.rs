@@ -12,11 +12,11 @@ use kith_graph::Graph;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
-use super::Partition;
+use super::partition::Partition;
 
 /// All levels of a Louvain run, finest first.
 #[derive(Clone, Debug)]
-pub struct Louvain {
+pub(crate) struct Louvain {
     /// The partition of the original vertices at each level.
     pub levels: Vec<Partition>,
     /// The modularity at each level.
@@ -49,7 +49,7 @@ impl Level {
 ///
 /// # Complexity
 /// Each sweep is `O(V + E)`; sweeps per level are few on social graphs, and levels shrink fast.
-pub fn louvain(graph: &Graph, weights: &[f64], seed: u64) -> Louvain {
+pub(crate) fn louvain(graph: &Graph, weights: &[f64], seed: u64) -> Louvain {
     let mut level = Level {
         offsets: graph.out_csr().offsets().iter().map(|&o| o as usize).collect(),
         targets: graph.out_csr().targets().to_vec(),
@@ -231,7 +231,7 @@ fn contract(g: &Level, community: &[u32], count: usize) -> Level {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::community::modularity;
+    use crate::community::partition::modularity;
 
     /// `k` cliques of size `s` in a ring, neighbouring cliques joined by one edge.
     fn ring_of_cliques(k: u32, s: u32) -> Graph {

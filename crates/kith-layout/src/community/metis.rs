@@ -7,8 +7,8 @@
 use kith_graph::Graph;
 use metis::Idx;
 
-use super::Partition;
-use crate::{Error, Result};
+use super::partition::Partition;
+use crate::error::{Error, Result};
 
 /// Partitions `graph` into `k` parts minimising the cut of `weights` (aligned with the CSR
 /// entries), seeded.
@@ -19,7 +19,12 @@ use crate::{Error, Result};
 ///
 /// # Complexity
 /// METIS's multilevel scheme: about `O(E log k)`, single-threaded.
-pub fn metis_partition(graph: &Graph, weights: &[f64], k: usize, seed: u64) -> Result<Partition> {
+pub(crate) fn metis_partition(
+    graph: &Graph,
+    weights: &[f64],
+    k: usize,
+    seed: u64,
+) -> Result<Partition> {
     let n = graph.num_nodes();
     if k < 1 || k > n.max(1) {
         return Err(Error::InvalidArgument(format!(

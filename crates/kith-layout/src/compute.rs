@@ -1,166 +1,21 @@
-//! The layout methods and their configuration: one entry point, [`compute`].
-
-use std::fmt;
-use std::str::FromStr;
+//! The dispatcher: [`compute`] checks the graph and the configuration, runs the configured
+//! [`Method`] (a baseline, Gorder, a community method, or the page-aware method) with a
+//! spinner naming each stage, and reports what a community method found.
 
 use kith_graph::progress::Stages;
-use kith_graph::{Graph, WeightModel, edge_weights};
+use kith_graph::{Graph, edge_weights};
 use serde::Serialize;
 
+use crate::arrange::arrange_communities;
+use crate::baselines::{
+    bfs_order, degree_order, input_order, organ_pipe_order, random_order, rcm_order,
+};
 use crate::community::{Partition, louvain, metis_partition, modularity};
-use crate::{Error, Layout, Result, arrange, baselines, gorder, kith};
-
-/// A way of computing a layout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Method {
-    /// Input order (ascending original id).
-    Default,
-    /// A seeded random permutation.
-    Random,
-    /// Descending degree.
-    Degree,
-    /// Organ-pipe: highest degree in the middle, alternating sides (Bondhu §5.7).
-    OrganPipe,
-    /// Breadth-first from the highest-degree vertex.
-    Bfs,
-    /// Reverse Cuthill–McKee.
-    Rcm,
-    /// Gorder (Wei et al., SIGMOD 2016), window 5.
-    Gorder,
-    /// Bondhu: METIS k-way communities, then the greedy arrangement.
-    Parcom,
-    /// Bondhu: Louvain communities, then the greedy arrangement.
-    Modcom,
-    /// kith's own method, optimising pages per friend list (or the linear-arrangement cost).
-    #[default]
-    Kith,
-}
-
-impl Method {
-    /// Every method, baselines first.
-    pub const ALL: [Method; 10] = [
-        Method::Default,
-        Method::Random,
-        Method::Degree,
-        Method::OrganPipe,
-        Method::Bfs,
-        Method::Rcm,
-        Method::Gorder,
-        Method::Parcom,
-        Method::Modcom,
-        Method::Kith,
-    ];
-
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Default => "default",
-            Method::Random => "random",
-            Method::Degree => "degree",
-            Method::OrganPipe => "organ-pipe",
-            Method::Bfs => "bfs",
-            Method::Rcm => "rcm",
-            Method::Gorder => "gorder",
-            Method::Parcom => "parcom",
-            Method::Modcom => "modcom",
-            Method::Kith => "kith",
-        }
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Method {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Method> {
-        Method::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
-            Error::InvalidArgument(format!(
-                "unknown layout method {s:?}; expected one of {}",
-                names.join(", ")
-            ))
-        })
-    }
-}
-
-/// What the `kith` method minimises.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Objective {
-    /// Expected pages read by "list all friends" for the configured record size.
-    #[default]
-    Pages,
-    /// The linear-arrangement cost (Bondhu eq. 2).
-    La,
-}
-
-impl FromStr for Objective {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Objective> {
-        match s {
-            "pages" => Ok(Objective::Pages),
-            "la" => Ok(Objective::La),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown objective {s:?}; expected pages or la"
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for Objective {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Objective::Pages => "pages",
-            Objective::La => "la",
-        })
-    }
-}
-
-/// How to compute a layout. Every field has a documented default.
-#[derive(Clone, Debug)]
-pub struct LayoutConfig {
-    /// The method; default `kith`.
-    pub method: Method,
-    /// `parcom`'s number of communities (METIS parts); default 64.
-    pub communities: usize,
-    /// `modcom`'s Louvain level, 0 = finest; default the last (coarsest).
-    pub level: Option<usize>,
-    /// The edge-weight model for community detection and the greedy; default uniform.
-    pub model: WeightModel,
-    /// The record size the `kith` method packs into pages; default 40 bytes.
-    pub record_bytes: u64,
-    /// The page size the `kith` method packs records into; default 4 KiB. A store whose
-    /// blocks hold a whole number N of fixed-size entries of E bytes sets E and N·E here, so
-    /// that the model's pages are its blocks exactly.
-    pub page_bytes: u64,
-    /// What the `kith` method minimises; default pages.
-    pub objective: Objective,
-    /// Seed of every random choice; default 1.
-    pub seed: u64,
-    /// Show a spinner on stderr; default false.
-    pub progress: bool,
-}
-
-impl Default for LayoutConfig {
-    fn default() -> Self {
-        LayoutConfig {
-            method: Method::default(),
-            communities: 64,
-            level: None,
-            model: WeightModel::Uniform,
-            record_bytes: 40,
-            page_bytes: crate::metrics::PAGE_BYTES,
-            objective: Objective::Pages,
-            seed: 1,
-            progress: false,
-        }
-    }
-}
+use crate::config::{LayoutConfig, Method, Objective};
+use crate::error::{Error, Result};
+use crate::gorder::{DEFAULT_WINDOW, gorder_order};
+use crate::layout::Layout;
+use crate::pageaware::pageaware_order;
 
 /// The communities a community-based method found.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -217,15 +72,15 @@ pub fn compute(graph: &Graph, config: &LayoutConfig) -> Result<Computed> {
         Ok(edge_weights(graph, config.model)?)
     };
     let result = match config.method {
-        Method::Default => plain(baselines::default_order(graph)),
-        Method::Random => plain(baselines::random_order(graph, config.seed)),
-        Method::Degree => plain(baselines::degree_order(graph)),
-        Method::OrganPipe => plain(baselines::organ_pipe_order(graph)),
-        Method::Bfs => plain(baselines::bfs_order(graph)),
-        Method::Rcm => plain(baselines::rcm_order(graph)),
+        Method::Input => plain(input_order(graph)),
+        Method::Random => plain(random_order(graph, config.seed)),
+        Method::Degree => plain(degree_order(graph)),
+        Method::OrganPipe => plain(organ_pipe_order(graph)),
+        Method::Bfs => plain(bfs_order(graph)),
+        Method::Rcm => plain(rcm_order(graph)),
         Method::Gorder => {
             stages.stage("greedy window ordering");
-            plain(gorder::gorder_order(graph, gorder::DEFAULT_WINDOW))
+            plain(gorder_order(graph, DEFAULT_WINDOW))
         }
         Method::Parcom => {
             let w = weights()?;
@@ -254,7 +109,7 @@ pub fn compute(graph: &Graph, config: &LayoutConfig) -> Result<Computed> {
         Method::Kith => {
             // Only the LA objective weighs friendships; pages count every friend alike.
             let w = if config.objective == Objective::La { weights()? } else { Vec::new() };
-            plain(kith::kith_order(graph, &w, config, &stages))
+            plain(pageaware_order(graph, &w, config, &stages))
         }
     };
     stages.finish();
@@ -269,7 +124,7 @@ fn community_layout(
     levels: Option<usize>,
     seed: u64,
 ) -> Result<Computed> {
-    let order = arrange::arrange_communities(graph, weights, &partition, seed);
+    let order = arrange_communities(graph, weights, &partition, seed);
     let report = CommunityReport {
         count: partition.count(),
         modularity: modularity(graph, weights, &partition),
@@ -286,6 +141,7 @@ fn community_layout(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kith_graph::WeightModel;
     use rand::{Rng, SeedableRng};
 
     /// A random graph with isolated vertices and several components.

@@ -223,7 +223,9 @@ impl WindowDp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Layout, la_cost};
+    use crate::example::paper_example;
+    use crate::layout::Layout;
+    use crate::metrics::la_cost;
 
     fn brute_force_min(graph: &Graph) -> u64 {
         let n = graph.num_nodes();
@@ -264,7 +266,7 @@ mod tests {
 
     #[test]
     fn the_paper_example_reaches_13() {
-        let g = crate::paper_example();
+        let g = paper_example();
         assert_eq!(brute_force_min(&g), 13);
         let w = vec![1.0; g.out_csr().num_entries()];
         let order = refine(&g, &w, (0..7).collect());

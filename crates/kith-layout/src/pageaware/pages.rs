@@ -375,7 +375,7 @@ pub(crate) fn refine(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Layout;
+    use crate::layout::Layout;
     use crate::metrics::PAGE_BYTES;
     use crate::metrics::mean_pages;
 

@@ -1,4 +1,5 @@
-//! kith's own layout method.
+//! kith's own layout method, `Method::Kith` (named `kith` on the command line): page-aware
+//! ordering.
 //!
 //! A store pays for pages, not for the linear-arrangement cost, so kith optimises what a
 //! store reads: the pages touched by "list all friends" of a user, for a given record size.
@@ -27,14 +28,17 @@ mod pages;
 use kith_graph::progress::Stages;
 use kith_graph::{Graph, VertexId};
 
+use crate::arrange::arrange_communities;
+use crate::baselines::bfs_order;
+use crate::community::louvain;
+use crate::config::{LayoutConfig, Objective};
 use crate::layout::inverse;
-use crate::method::{LayoutConfig, Objective};
 use crate::metrics::weighted_cost_at;
 use adjacency::Adjacency;
 
 /// The `kith` method's order. `weights` (aligned with the CSR entries) are read only by the
 /// LA objective; the pages objective counts every friend alike.
-pub(crate) fn kith_order(
+pub(crate) fn pageaware_order(
     graph: &Graph,
     weights: &[f64],
     config: &LayoutConfig,
@@ -49,7 +53,7 @@ pub(crate) fn kith_order(
     };
     // Start from breadth-first order, with the graph relabelled by it so that even the top
     // levels of the bisection find a vertex's friends nearby in memory.
-    let start = crate::baselines::bfs_order(graph);
+    let start = bfs_order(graph);
     let adjacency = Adjacency::from_graph(graph).relabel(&start);
     let n = start.len() as VertexId;
     let local = bisect::recursive_bisection(&adjacency, (0..n).collect(), split);
@@ -72,10 +76,9 @@ pub(crate) fn kith_order(
         // communities (coarsest level) arranged by Bondhu's greedy, whose long edges are
         // mostly between communities and so already few.
         stages.stage("Louvain start");
-        let run = crate::community::louvain(graph, weights, config.seed);
+        let run = louvain(graph, weights, config.seed);
         let partition = run.levels.last().expect("Louvain returns at least one level");
-        let communities =
-            crate::arrange::arrange_communities(graph, weights, partition, config.seed);
+        let communities = arrange_communities(graph, weights, partition, config.seed);
         stages.stage("arrangement refinement");
         let (a, b) = rayon::join(
             || la::refine(graph, weights, order),

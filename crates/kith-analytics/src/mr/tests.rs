@@ -1,0 +1,74 @@
+//! The study's jobs on the local engine, in memory and spilled, against the vertex programs.
+
+use kith_graph::Graph;
+
+use super::jobs::{mr_components, mr_mutual_friends, mr_triangles};
+use super::local::{MERGE_FACTOR, MrConfig};
+use crate::cc::components_union_find;
+use crate::engine::InGraph;
+use crate::mutual::mutual_friends;
+use crate::triangles::triangles;
+
+fn graph(n: u32, m: usize, seed: u64) -> InGraph {
+    let mut next = crate::tests::xorshift(seed);
+    // A few dense clusters (triangles) and sparse links between them (several components).
+    let edges = (0..m)
+        .map(|_| {
+            let a = (next() % u64::from(n)) as u32;
+            let b = if next().is_multiple_of(4) {
+                (next() % u64::from(n)) as u32
+            } else {
+                (a / 20) * 20 + (next() % 20) as u32
+            };
+            (a, b.min(n - 1))
+        })
+        .filter(|(a, b)| a != b)
+        .collect();
+    InGraph::new(&Graph::from_edges((0..u64::from(n)).collect(), false, edges))
+}
+
+#[test]
+fn jobs_equal_the_vertex_programs_in_memory_and_spilled() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(600, 1500, 5);
+    for memory_bytes in [1 << 30, 4096] {
+        let config = MrConfig { memory_bytes, spill_dir: dir.path().into(), input_bytes: 1000 };
+        let (mf, report) = mr_mutual_friends(&g, &config).unwrap();
+        assert_eq!(mf, mutual_friends(&g).0);
+        let (labels, cc) = mr_components(&g, &config).unwrap();
+        assert_eq!(labels, components_union_find(&g));
+        assert!(cc.rounds.len() > 2, "{} rounds", cc.rounds.len());
+        let (per, total, tri) = mr_triangles(&g, &config).unwrap();
+        let (want, want_total) = triangles(&g);
+        assert!(want_total > 50, "{want_total}");
+        assert_eq!((per, total), (want, want_total));
+        assert_eq!(tri.rounds.len(), 3);
+        let runs: u64 = report.rounds.iter().map(|r| r.spill_runs).sum();
+        let io = report.io;
+        assert!(io.read_bytes >= 1000 && io.written_bytes > 0);
+        assert!(io.sequential_bytes <= io.read_bytes + io.written_bytes);
+        if memory_bytes == 4096 {
+            assert!(runs > MERGE_FACTOR as u64, "{runs} runs");
+            assert!(report.rounds[0].merge_passes > 0);
+            assert!(io.sequential_fraction() < 0.9, "{io:?}");
+            assert!(report.recommendation().starts_with("SSD"), "{}", report.recommendation());
+        } else {
+            assert_eq!(runs, 0);
+            assert!(report.recommendation().starts_with("memory"));
+        }
+        let p = report.phases;
+        assert!(p.map_s >= 0.0 && p.shuffle_s >= 0.0 && p.merge_s >= 0.0 && p.reduce_s > 0.0);
+    }
+    // Nothing is left behind in the spill directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn an_unwritable_spill_directory_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-directory");
+    std::fs::write(&file, b"x").unwrap();
+    let config = MrConfig { memory_bytes: 1 << 20, spill_dir: file.clone(), input_bytes: 0 };
+    let err = mr_triangles(&graph(50, 100, 1), &config).unwrap_err().to_string();
+    assert!(err.contains("spill directory") && err.contains("not-a-directory"), "{err}");
+}
