@@ -46,7 +46,7 @@ mod run;
 
 pub use cluster::{Cluster, loopback_addresses, read_hostfile};
 pub use comm::{CommModel, Overhead, overhead};
-pub use engine::{Output, Program};
+pub use engine::{Output, Program, Totals};
 pub use error::{Error, Result};
 pub use mr::{MrJob, MrOutput, MrReport, run_mr};
 pub use part::ExchangeMode;

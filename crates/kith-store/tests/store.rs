@@ -262,7 +262,7 @@ fn random_operations_agree_with_a_reference_across_relayouts_and_reopens() {
                 model.data.insert(uid, d);
             }
             82..86 => {
-                let methods = [Method::Random, Method::Bfs, Method::Kith, Method::Default];
+                let methods = [Method::Random, Method::Bfs, Method::Kith, Method::Input];
                 let config = LayoutConfig {
                     method: methods[step as usize % 4],
                     seed: step.into(),

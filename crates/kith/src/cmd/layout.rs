@@ -137,7 +137,7 @@ fn eval_cmd(args: EvalArgs) -> Result<()> {
     let (baseline, baseline_name) = match (&args.baseline, args.baseline_method) {
         (Some(path), _) => (read_layout(path, &graph)?, path.display().to_string()),
         (None, method) => {
-            let method = method.unwrap_or(Method::Default);
+            let method = method.unwrap_or(Method::Input);
             let config = LayoutConfig { method, progress: true, ..Default::default() };
             (compute(&graph, &config)?.layout, method.to_string())
         }
