@@ -29,13 +29,13 @@ impl Feed {
         data: Option<Vec<u8>>,
     ) -> Result<User> {
         let engine = self.engine.clone();
-        let (wrote, user) = blocking(move || -> kith_store::Result<_> {
-            let wrote = engine.put_user(uid, &profile, &friends, data.as_deref())?;
-            Ok((wrote, engine.get_user(uid)?))
-        })
-        .await?;
+        let wrote =
+            blocking(move || engine.put_user(uid, &profile, &friends, data.as_deref())).await?;
+        // Invalidate before reading the user back, so a failed read cannot leave the lists
+        // this write changed cached.
         self.invalidate_friends(&wrote.touched).await?;
-        Ok(user)
+        let engine = self.engine.clone();
+        blocking(move || engine.get_user(uid)).await
     }
 
     /// Adds the friendship u–v (both sides at once) and drops both cached lists. Returns
