@@ -55,7 +55,13 @@ pub(crate) fn check_limit(what: &'static str, limit: usize) -> Result<()> {
 /// (≤ [`MAX_PAGE`]) entries, with the list's length as its total.
 pub fn friends_page(friends: &[u64], offset: usize, limit: usize) -> Result<FriendsPage> {
     check_limit("friends page", limit)?;
-    let from = offset.min(friends.len());
-    let to = from.saturating_add(limit).min(friends.len());
-    Ok(FriendsPage { friends: friends[from..to].to_vec(), total: friends.len() })
+    let page = page_range(friends.len(), offset, limit);
+    Ok(FriendsPage { friends: friends[page].to_vec(), total: friends.len() })
+}
+
+/// The positions a page from `offset` of at most `limit` entries covers in a list of `len`:
+/// empty past the end. Every friend-list page is cut here, whatever the list is made of.
+pub(crate) fn page_range(len: usize, offset: usize, limit: usize) -> std::ops::Range<usize> {
+    let from = offset.min(len);
+    from..from.saturating_add(limit).min(len)
 }

@@ -11,7 +11,7 @@ use rocksdb::{Direction, IteratorMode, ReadOptions};
 
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, friends_page};
+use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, page_range};
 use crate::record::{self, Friend, Profile, User};
 use crate::store::Store;
 
@@ -86,10 +86,16 @@ impl Store {
     }
 
     /// Friends' uids from `offset`, at most `limit` (≤ [`MAX_PAGE`](crate::MAX_PAGE)),
-    /// ascending: [`friends_page`] of the whole list.
+    /// ascending. Only the page's uids are copied out of the stored list.
     pub fn get_friends_list(&self, uid: u64, offset: usize, limit: usize) -> Result<FriendsPage> {
         check_limit("friends page", limit)?;
-        friends_page(&self.get_all_friends(uid)?, offset, limit)
+        let view = self.view();
+        let (_, friends) = self.entry(view.generation, uid, &view.read_options())?;
+        let page = page_range(friends.len(), offset, limit);
+        Ok(FriendsPage {
+            friends: friends[page].iter().map(|f| f.uid).collect(),
+            total: friends.len(),
+        })
     }
 
     /// The user's whole friend list, ascending (at most `MAX_FRIENDS`, 2^20).
