@@ -23,6 +23,8 @@ compile_error!("the .kgraph reader and writer assume a little-endian host");
 
 const HEADER_BYTES: usize = 128;
 const FLAG_DIRECTED: u32 = 1;
+/// Header bytes after the seven fields and before the header checksum: zero in version 1.
+const RESERVED: std::ops::Range<usize> = 72..120;
 /// Bytes read (and hashed) per call while loading a section.
 const READ_PIECE: usize = 8 << 20;
 
@@ -80,6 +82,18 @@ impl Header {
         let field =
             |i: usize| u64::from_le_bytes(h[16 + 8 * i..24 + 8 * i].try_into().expect("8 bytes"));
         let flags = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
+        if flags & !FLAG_DIRECTED != 0 {
+            return Err(Error::snapshot(
+                path,
+                format!("header field flags: unknown bits {:#x} set", flags & !FLAG_DIRECTED),
+            ));
+        }
+        if let Some(at) = h[RESERVED].iter().position(|&b| b != 0) {
+            return Err(Error::snapshot(
+                path,
+                format!("header byte {}: reserved, must be zero", RESERVED.start + at),
+            ));
+        }
         Ok(Header {
             directed: flags & FLAG_DIRECTED != 0,
             nodes: field(0),
@@ -194,30 +208,74 @@ pub fn read(path: &Path) -> Result<Graph> {
         return Err(Error::snapshot(path, "more vertices than dense ids can name"));
     }
 
-    let mut reader = SectionReader { file: &mut file, hasher: Xxh3::new(), path };
     let n = header.nodes as usize;
-    let ids: Vec<u64> = reader.read(n)?;
-    let out = reader.read_csr(n, header.out_entries as usize)?;
-    let inc =
-        if header.directed { Some(reader.read_csr(n, header.in_entries as usize)?) } else { None };
+    let mut reader = SectionReader { file: &mut file, hasher: Xxh3::new(), path };
+    let ids: Vec<u64> = reader.read("original ids", n, check_ids)?;
+    let out = reader.read_csr("out-adjacency", n, header.out_entries)?;
+    let inc = if header.directed {
+        Some(reader.read_csr("in-adjacency", n, header.in_entries)?)
+    } else {
+        None
+    };
     if reader.hasher.digest() != header.body_checksum {
         return Err(Error::snapshot(path, "body checksum mismatch: the file is damaged"));
     }
-
+    // A checksum can be forged as easily as the contents: the structure is checked too.
     let invalid = |what: String| Error::snapshot(path, format!("invalid contents: {what}"));
-    if ids.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(invalid("original ids are not strictly ascending".into()));
+    for (name, csr) in std::iter::once(("out-adjacency", &out)).chain(inc.iter().map(|c| ("in-adjacency", c))) {
+        csr.validate().map_err(|e| invalid(format!("{name}: {e}")))?;
+        check_no_self_loops(csr).map_err(|e| invalid(format!("{name}: {e}")))?;
     }
-    for csr in std::iter::once(&out).chain(&inc) {
-        csr.validate().map_err(invalid)?;
-    }
-    if !header.directed && out.num_entries() % 2 != 0 {
-        return Err(invalid("an undirected graph with an odd number of adjacency entries".into()));
-    }
-    if inc.as_ref().is_some_and(|i| i.num_entries() != out.num_entries()) {
-        return Err(invalid("in- and out-adjacency hold different numbers of edges".into()));
+    match &inc {
+        None => check_transpose(&out, &out)
+            .map_err(|e| invalid(format!("out-adjacency of an undirected graph: {e}")))?,
+        Some(inc) => {
+            if inc.num_entries() != out.num_entries() {
+                return Err(invalid(
+                    "in- and out-adjacency hold different numbers of edges".into(),
+                ));
+            }
+            check_transpose(&out, inc)
+                .map_err(|e| invalid(format!("in-adjacency is not the out-adjacency reversed: {e}")))?;
+        }
     }
     Ok(Graph::from_parts(header.directed, ids, out, inc, header.cleaning))
+}
+
+/// Original ids are strictly ascending, within a piece and from the previous piece's last.
+fn check_ids(piece: &[u64], before: Option<&u64>) -> Result<(), String> {
+    let mut prev = before.copied();
+    for &id in piece {
+        if prev.is_some_and(|p| p >= id) {
+            return Err("not strictly ascending".into());
+        }
+        prev = Some(id);
+    }
+    Ok(())
+}
+
+/// No vertex is its own neighbour: a graph keeps no self loops (they are counted as dropped).
+fn check_no_self_loops(csr: &Csr) -> Result<(), String> {
+    for v in 0..csr.num_vertices() as VertexId {
+        if csr.neighbors(v).binary_search(&v).is_ok() {
+            return Err(format!("vertex {v} is its own neighbour (a self loop)"));
+        }
+    }
+    Ok(())
+}
+
+/// Every entry u -> v of `out` has v -> u in `back`. With lists strictly ascending and as
+/// many entries in both, that makes `back` exactly `out` reversed (for `back == out`: the
+/// graph is symmetric).
+fn check_transpose(out: &Csr, back: &Csr) -> Result<(), String> {
+    for u in 0..out.num_vertices() as VertexId {
+        for &v in out.neighbors(u) {
+            if back.neighbors(v).binary_search(&u).is_err() {
+                return Err(format!("the edge {u} -> {v} has no {v} -> {u}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 struct SectionReader<'a> {
@@ -227,30 +285,73 @@ struct SectionReader<'a> {
 }
 
 impl SectionReader<'_> {
-    /// Reads `len` little-endian values straight into their final vector, hashing as it goes.
-    fn read<T: bytemuck::Pod + Default + Clone>(&mut self, len: usize) -> Result<Vec<T>> {
-        let mut values = vec![T::default(); len];
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut values);
-        let pad = (padded(bytes.len() as u64) - bytes.len() as u64) as usize;
-        for piece in bytes.chunks_mut(READ_PIECE) {
+    /// Reads the section `name` of `len` little-endian values, hashing as it goes. The
+    /// vector grows with what was read (the file's length only bounds the claim), each
+    /// piece is handed to `check` with the value before it, and a failed allocation is an
+    /// error, so a forged header cannot make the reader take memory the file does not fill.
+    fn read<T: bytemuck::Pod + Default + Clone>(
+        &mut self,
+        name: &str,
+        len: usize,
+        mut check: impl FnMut(&[T], Option<&T>) -> Result<(), String>,
+    ) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>();
+        let per_piece = READ_PIECE / size;
+        let mut values: Vec<T> = Vec::new();
+        while values.len() < len {
+            let take = per_piece.min(len - values.len());
+            values.try_reserve_exact(take).map_err(|e| {
+                Error::snapshot(
+                    self.path,
+                    format!("section {name}: cannot allocate {} values: {e}", values.len() + take),
+                )
+            })?;
+            let at = values.len();
+            values.resize(at + take, T::default());
+            let piece: &mut [u8] = bytemuck::cast_slice_mut(&mut values[at..]);
             self.file.read_exact(piece).map_err(|e| Error::io(self.path, e))?;
             self.hasher.update(piece);
+            let (before, piece) = values.split_at(at);
+            check(piece, before.last())
+                .map_err(|e| Error::snapshot(self.path, format!("invalid contents: {name}: {e}")))?;
         }
+        let bytes = len * size;
+        let pad = (padded(bytes as u64) - bytes as u64) as usize;
         let mut zeros = [0u8; 8];
         self.file.read_exact(&mut zeros[..pad]).map_err(|e| Error::io(self.path, e))?;
         self.hasher.update(&zeros[..pad]);
-        if cfg!(target_endian = "big") {
-            return Err(Error::snapshot(
-                self.path,
-                "snapshots are read on little-endian hosts only",
-            ));
-        }
         Ok(values)
     }
 
-    fn read_csr(&mut self, n: usize, entries: usize) -> Result<Csr> {
-        let offsets = self.read::<u64>(n + 1)?;
-        let targets = self.read::<VertexId>(entries)?;
+    /// Reads a CSR section: offsets (from 0, never decreasing, at most `entries`) checked as
+    /// they come, and only then the `entries` targets (each a vertex below `n`).
+    fn read_csr(&mut self, name: &str, n: usize, entries: u64) -> Result<Csr> {
+        let offsets = self.read::<u64>(name, n + 1, |piece, before| {
+            let mut prev = before.copied();
+            for (i, &o) in piece.iter().enumerate() {
+                match prev {
+                    None if o != 0 => return Err("offsets do not start at 0".into()),
+                    Some(p) if o < p => return Err(format!("offsets decrease (entry {i} of a piece)")),
+                    _ if o > entries => {
+                        return Err(format!("offset {o} beyond the {entries} entries of the header"));
+                    }
+                    _ => prev = Some(o),
+                }
+            }
+            Ok(())
+        })?;
+        if offsets.last() != Some(&entries) {
+            return Err(Error::snapshot(
+                self.path,
+                format!("invalid contents: {name}: offsets do not end at the header's {entries} entries"),
+            ));
+        }
+        let targets = self.read::<VertexId>(name, entries as usize, |piece, _| {
+            match piece.iter().find(|&&t| t as usize >= n) {
+                Some(t) => Err(format!("neighbour {t} beyond {n} vertices")),
+                None => Ok(()),
+            }
+        })?;
         Ok(Csr { offsets, targets })
     }
 }
@@ -303,5 +404,110 @@ mod tests {
         expect(&good[..50], "truncated");
         expect(&[b'x'; 200], "bad magic");
         Ok(())
+    }
+
+    /// Writes a snapshot of the given sections with valid checksums, whatever they hold:
+    /// what a forger can do. `patch` edits the header before its checksum is computed.
+    fn forge(
+        path: &Path,
+        nodes: u64,
+        ids: &[u64],
+        csrs: &[(&[u64], &[VertexId])],
+        patch: impl FnOnce(&mut [u8; HEADER_BYTES]),
+    ) {
+        let mut body = Vec::new();
+        body.extend_from_slice(bytemuck::cast_slice(ids));
+        for (offsets, targets) in csrs {
+            body.extend_from_slice(bytemuck::cast_slice(offsets));
+            body.extend_from_slice(bytemuck::cast_slice(targets));
+            body.resize(padded(body.len() as u64) as usize, 0);
+        }
+        let header = Header {
+            directed: csrs.len() == 2,
+            nodes,
+            out_entries: csrs[0].1.len() as u64,
+            in_entries: csrs.get(1).map_or(0, |c| c.1.len() as u64),
+            cleaning: Cleaning::default(),
+            body_len: body.len() as u64,
+            body_checksum: xxh3_64(&body),
+        };
+        let mut h = header.encode();
+        patch(&mut h);
+        let check = xxh3_64(&h[..120]);
+        h[120..128].copy_from_slice(&check.to_le_bytes());
+        std::fs::write(path, [&h[..], &body].concat()).unwrap();
+    }
+
+    #[test]
+    fn forged_checksums_over_bad_structure_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.kgraph");
+        let ids = [1u64, 2, 3];
+        let expect = |needle: &str| {
+            let err = read(&path).unwrap_err().to_string();
+            assert!(err.starts_with(&path.display().to_string()), "{err}");
+            assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+        };
+        // Undirected, but 0 -> 1 without 1 -> 0 (and an even count: 0->1, 0->2, 2->0, 2->1).
+        forge(&path, 3, &ids, &[(&[0, 2, 2, 4], &[1, 2, 0, 1])], |_| {});
+        expect("the edge 0 -> 1 has no 1 -> 0");
+        // A self loop on vertex 1, symmetric otherwise.
+        forge(&path, 3, &ids, &[(&[0, 1, 3, 4], &[1, 0, 1, 1])], |_| {});
+        expect("vertex 1 is its own neighbour");
+        // Directed: the in-adjacency is not the out-adjacency reversed.
+        forge(&path, 3, &ids, &[(&[0, 1, 1, 1], &[1]), (&[0, 0, 0, 1], &[0])], |_| {});
+        expect("in-adjacency is not the out-adjacency reversed");
+        // Offsets beyond the entries.
+        forge(&path, 3, &ids, &[(&[0, 9, 2, 2], &[1, 0])], |_| {});
+        expect("offset 9 beyond the 2 entries");
+        // Unknown flags and reserved bytes.
+        forge(&path, 3, &ids, &[(&[0, 1, 2, 2], &[1, 0])], |h| h[13] = 1);
+        expect("header field flags: unknown bits 0x100 set");
+        forge(&path, 3, &ids, &[(&[0, 1, 2, 2], &[1, 0])], |h| h[100] = 7);
+        expect("header byte 100: reserved, must be zero");
+        // And the same, untouched, reads.
+        forge(&path, 3, &ids, &[(&[0, 1, 2, 2], &[1, 0])], |_| {});
+        assert_eq!(read(&path).unwrap().num_edges(), 1);
+    }
+
+    /// A sparse file whose header claims four billion vertices (32 GB of ids): the reader
+    /// must refuse it by what it reads, not allocate what it claims. Run in a child process
+    /// limited to 1 GB of address space, so an allocation of the claim fails there.
+    #[test]
+    fn a_sparse_snapshot_claiming_billions_is_refused_without_allocating() {
+        if let Ok(path) = std::env::var("KITH_SPARSE_SNAPSHOT") {
+            let err = read(Path::new(&path)).unwrap_err();
+            println!("refused: {err}");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.kgraph");
+        let nodes: u64 = 4_000_000_000;
+        let header = Header {
+            directed: false,
+            nodes,
+            out_entries: 0,
+            in_entries: 0,
+            cleaning: Cleaning::default(),
+            body_len: nodes * 8 + (nodes + 1) * 8,
+            body_checksum: 0,
+        };
+        assert_eq!(header.implied_body_len(), Some(header.body_len));
+        let file = File::create(&path).unwrap();
+        std::io::Write::write_all(&mut &file, &header.encode()).unwrap();
+        file.set_len(HEADER_BYTES as u64 + header.body_len).unwrap();
+        let me = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("prlimit")
+            .arg("--as=1000000000")
+            .arg(me)
+            .args(["--exact", "snapshot::tests::a_sparse_snapshot_claiming_billions_is_refused_without_allocating"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env("KITH_SPARSE_SNAPSHOT", &path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "the child failed ({}): {text}", out.status);
+        assert!(text.contains("invalid contents: original ids: not strictly ascending"), "{text}");
     }
 }

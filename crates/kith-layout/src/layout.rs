@@ -6,7 +6,7 @@
 //! graph's ids and names the first offending line otherwise.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use flate2::Compression;
@@ -157,6 +157,10 @@ pub fn read_layout(path: &Path, graph: &Graph) -> Result<Layout> {
     read_from(reader, path, graph)
 }
 
+/// The longest line a layout file may have. A line holds one id (or a comment), so this is
+/// generous; it bounds what a file without line breaks can make the reader hold.
+const MAX_LINE_BYTES: usize = 64 << 10;
+
 fn read_from(mut reader: Box<dyn BufRead>, path: &Path, graph: &Graph) -> Result<Layout> {
     let n = graph.num_nodes();
     // The line each vertex was placed on, 0 while unplaced.
@@ -166,11 +170,21 @@ fn read_from(mut reader: Box<dyn BufRead>, path: &Path, graph: &Graph) -> Result
     let mut line = 0u64;
     loop {
         buf.clear();
-        let read = reader.read_until(b'\n', &mut buf).map_err(|e| Error::io(path, e))?;
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io(path, e))?;
         if read == 0 {
             break;
         }
         line += 1;
+        if buf.len() > MAX_LINE_BYTES {
+            return Err(Error::layout_file(
+                path,
+                line,
+                format!("line is longer than {MAX_LINE_BYTES} bytes; a layout line holds one id"),
+            ));
+        }
         let text = std::str::from_utf8(&buf)
             .map_err(|_| Error::layout_file(path, line, "not UTF-8 text"))?;
         let text = text.trim_start_matches('\u{feff}').trim();
@@ -259,6 +273,13 @@ mod tests {
         assert!(err.ends_with("l.txt:2: expected one node id, found \"x1\""), "{err}");
         let err = read_text("10\n30\n").unwrap_err().to_string();
         assert!(err.ends_with("the layout misses 2 of the graph's 4 node ids (first: 20, 40)"));
+    }
+
+    #[test]
+    fn a_line_without_end_is_refused_by_its_length() {
+        let err = read_text(&format!("10\n{}", "7".repeat(3 << 20))).unwrap_err().to_string();
+        assert!(err.ends_with("l.txt:2: line is longer than 65536 bytes; a layout line holds one id"));
+        assert!(err.len() < 300, "the message quotes {} bytes", err.len());
     }
 
     #[test]

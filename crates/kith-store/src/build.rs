@@ -121,6 +121,23 @@ pub struct BuildOptions {
     pub progress: bool,
 }
 
+/// The largest data chunk a store may be built with: a whole data block.
+pub const MAX_CHUNK_BYTES: u32 = MAX_DATA_BYTES as u32;
+
+impl BuildOptions {
+    /// Refuses options no store can be built with: a chunk size of 0 (every block would be
+    /// infinitely many chunks) or over [`MAX_CHUNK_BYTES`].
+    pub fn check(&self) -> Result<()> {
+        if self.chunk_bytes == 0 || self.chunk_bytes > MAX_CHUNK_BYTES {
+            return Err(Error::Invalid(format!(
+                "chunk size of {} bytes: must be 1 to {MAX_CHUNK_BYTES}",
+                self.chunk_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
@@ -153,12 +170,7 @@ pub fn build(
             graph.num_nodes()
         )));
     }
-    if options.chunk_bytes == 0 || u64::from(options.chunk_bytes) > MAX_DATA_BYTES {
-        return Err(Error::Invalid(format!(
-            "chunk size {} outside 1..={MAX_DATA_BYTES}",
-            options.chunk_bytes
-        )));
-    }
+    options.check()?;
     if dir.exists()
         && std::fs::read_dir(dir)
             .map_err(Error::io(format!("reading {}", dir.display())))?
@@ -210,6 +222,23 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_chunk_sizes_are_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = kith_layout::paper_example();
+        let layout = kith_layout::Layout::identity(graph.num_nodes());
+        for chunk_bytes in [0, MAX_CHUNK_BYTES + 1, u32::MAX] {
+            let options = BuildOptions { chunk_bytes, ..BuildOptions::default() };
+            let err = build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(err, format!("chunk size of {chunk_bytes} bytes: must be 1 to 4194304"));
+            assert!(!dir.path().join("s").exists());
+        }
+        // The page model of a zero chunk size is not a division by zero either.
+        assert_eq!(crate::record::chunk_count(10, 0), 10);
+    }
 
     /// The data range's blocks fall exactly where `PageModel` says: two positions share a
     /// block if and only if they are in the same run of `records_per_block`.

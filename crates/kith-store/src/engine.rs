@@ -86,14 +86,23 @@ pub trait Engine: Send + Sync + Debug {
     /// `max_hops` (≤ [`MAX_PATH_HOPS`](crate::MAX_PATH_HOPS)) edges, or `None`; both users
     /// must exist. Bidirectional breadth-first search over [`Engine::get_all_friends`].
     fn shortest_path(&self, from: u64, to: u64, max_hops: u32) -> Result<Option<Vec<u64>>> {
-        paths::shortest_path(from, to, max_hops, |u| self.contains(u), |u| self.get_all_friends(u))
+        let budget = self.traversal_budget();
+        paths::shortest_path(from, to, max_hops, budget, |u| self.contains(u), |u| {
+            self.get_all_friends(u)
+        })
     }
 
     /// Users within `hops` (1 to [`MAX_NEIGHBORHOOD_HOPS`](crate::MAX_NEIGHBORHOOD_HOPS))
     /// of `uid`, by distance then uid, at most `limit` of them; breadth-first over
     /// [`Engine::get_all_friends`].
     fn neighborhood(&self, uid: u64, hops: u32, limit: usize) -> Result<Neighborhood> {
-        paths::neighborhood(uid, hops, limit, |u| self.get_all_friends(u))
+        paths::neighborhood(uid, hops, limit, self.traversal_budget(), |u| self.get_all_friends(u))
+    }
+
+    /// The most friend-list entries one `shortest_path` or `neighborhood` may read before it
+    /// is refused with [`Error::TooExpensive`](crate::Error::TooExpensive).
+    fn traversal_budget(&self) -> u64 {
+        paths::DEFAULT_TRAVERSAL_BUDGET
     }
 
     /// Makes `uid` follow every target (1 to

@@ -41,6 +41,15 @@ pub enum Error {
         /// The largest size accepted.
         limit: u64,
     },
+    /// A request whose work would pass a per-request budget (friend-list entries a traversal
+    /// reads, and the like): it is refused rather than left to run unbounded.
+    #[error("{what} exceeds the budget of {limit}")]
+    TooExpensive {
+        /// What was counted ("friend-list entries read by shortest_path").
+        what: &'static str,
+        /// The budget.
+        limit: u64,
+    },
     /// A request that cannot be carried out as asked.
     #[error("{0}")]
     Invalid(String),

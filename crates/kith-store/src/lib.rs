@@ -53,6 +53,7 @@ mod device_map;
 mod engine;
 mod error;
 mod feed_db;
+mod friend_ops;
 mod generation;
 mod io;
 mod keys;
@@ -78,14 +79,16 @@ pub use engine::Engine;
 pub use error::{Error, Result};
 pub use feed_db::{Degree, MAX_FOLLOW_TARGETS};
 pub use page::{FriendsPage, UsersCursor, UsersPage, friends_page};
-pub use paths::{MAX_NEIGHBORHOOD_HOPS, MAX_PATH_HOPS, Neighborhood};
+pub use paths::{DEFAULT_TRAVERSAL_BUDGET, MAX_NEIGHBORHOOD_HOPS, MAX_PATH_HOPS, Neighborhood};
 pub use post::Post;
 pub use record::{MAX_DATA_BYTES, MAX_PAGE, Profile, User};
 pub use write::UserWrite;
 
 // The RocksDB store: opening, building, relayout, benchmarks and the crash test.
 pub use bench::{FriendsBench, FriendsReport};
-pub use build::{BuildOptions, DataSpec, build, synthetic_data, synthetic_profile};
+pub use build::{
+    BuildOptions, DataSpec, MAX_CHUNK_BYTES, build, synthetic_data, synthetic_profile,
+};
 pub use crash::{check_crash_log, crash_writer};
 pub use device::{DeviceModel, Hdd};
 pub use io::measure;

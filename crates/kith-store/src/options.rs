@@ -30,11 +30,20 @@ pub struct OpenOptions {
     pub block_cache_bytes: Option<usize>,
     /// Sync the WAL before acknowledging a write (default true). Only benchmarks turn it off.
     pub sync: bool,
+    /// The most friend-list entries one `shortest_path` or `neighborhood` reads before it is
+    /// refused as too expensive (default
+    /// [`DEFAULT_TRAVERSAL_BUDGET`](crate::DEFAULT_TRAVERSAL_BUDGET), 4 × 2^20).
+    pub traversal_budget: u64,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { mode: CacheMode::Warm, block_cache_bytes: None, sync: true }
+        OpenOptions {
+            mode: CacheMode::Warm,
+            block_cache_bytes: None,
+            sync: true,
+            traversal_budget: crate::paths::DEFAULT_TRAVERSAL_BUDGET,
+        }
     }
 }
 
@@ -43,6 +52,12 @@ pub(crate) fn db_options(mode: CacheMode, cache: &Cache) -> Options {
     o.set_compression_type(DBCompressionType::None);
     o.set_max_open_files(-1);
     o.set_paranoid_checks(true);
+    // Friendship changes are merge operands folded into the friend list (`friend_ops.rs`).
+    o.set_merge_operator(
+        crate::friend_ops::NAME,
+        crate::friend_ops::full_merge,
+        crate::friend_ops::partial_merge,
+    );
     o.enable_statistics();
     let mut t = BlockBasedOptions::default();
     t.set_block_size(BLOCK_BYTES);

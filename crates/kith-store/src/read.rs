@@ -15,6 +15,9 @@ use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, page_range};
 use crate::record::{self, Friend, Profile, User};
 use crate::store::Store;
 
+/// The most entries `get_random_users` reserves room for up front.
+const MAX_RANDOM_PREALLOC: usize = 1024;
+
 impl Store {
     /// The index entry of `uid` in generation `generation`: position and friends.
     pub(crate) fn entry_in(
@@ -26,6 +29,20 @@ impl Store {
         let key = keys::index(generation, uid);
         let Some(value) = self.get(&key, read)? else { return Ok(None) };
         Ok(Some(record::decode_entry(&key, &value)?))
+    }
+
+    /// `uid`'s position, friend count and whether `friend` is a friend, read without copying
+    /// the list out; an unknown uid is an error.
+    pub(crate) fn probe(
+        &self,
+        generation: u32,
+        uid: u64,
+        friend: u64,
+        read: &ReadOptions,
+    ) -> Result<(u64, usize, bool)> {
+        let key = keys::index(generation, uid);
+        let value = self.get_pinned(&key, read)?.ok_or(Error::UnknownUser(uid))?;
+        record::probe_entry(&key, &value, friend)
     }
 
     /// As [`Store::entry_in`], with an unknown uid an error.
@@ -242,13 +259,18 @@ impl Store {
     }
 
     /// Up to `n` distinct users drawn uniformly at random, (uid, profile).
+    ///
+    /// The work is bounded by `n`, whatever the store holds: at most `64 + 4n` positions are
+    /// drawn (a repeated draw counts too), so a store whose positions are mostly holes (what
+    /// failed inserts leave) answers with fewer users rather than searching on.
     pub fn get_random_users<R: Rng>(&self, n: usize, rng: &mut R) -> Result<Vec<(u64, Profile)>> {
         let view = self.view();
         let read = view.read_options();
         let end = self.next_position.load(Ordering::SeqCst);
-        let mut out = Vec::with_capacity(n.min(end as usize));
-        if (n as u64).saturating_mul(3) >= end {
-            // Most of the store: read it all, then sample.
+        let mut out = Vec::with_capacity(n.min(end as usize).min(MAX_RANDOM_PREALLOC));
+        let draws = 64 + 4 * n as u64;
+        if draws >= end {
+            // Fewer positions than draws: visit each once, in random order.
             let mut all: Vec<u64> = (0..end).collect();
             all.shuffle(rng);
             for pos in all {
@@ -262,16 +284,15 @@ impl Store {
             return Ok(out);
         }
         let mut seen = HashSet::new();
-        // Positions are dense but for the rare hole a failed insert leaves.
-        let mut misses = 0u64;
-        while out.len() < n && misses < 64 + 4 * n as u64 {
-            let pos = rng.random_range(0..end);
-            if !seen.insert(pos) {
-                continue;
+        for _ in 0..draws {
+            if out.len() == n {
+                break;
             }
-            match self.header_at(view.generation, pos, &read)? {
-                Some(h) => out.push(h),
-                None => misses += 1,
+            let pos = rng.random_range(0..end);
+            if seen.insert(pos) {
+                if let Some(h) = self.header_at(view.generation, pos, &read)? {
+                    out.push(h);
+                }
             }
         }
         Ok(out)
@@ -289,5 +310,39 @@ impl Store {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use rand::SeedableRng;
+
+    use crate::{BuildOptions, DataSpec, LayoutMeta, build};
+
+    /// A store of 31 positions of which 29 are holes: 10 random users cannot be found, and
+    /// the search must end anyway, with the two users there are.
+    #[test]
+    fn random_users_end_on_a_store_of_holes() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = kith_graph::Graph::from_edges((0..31).collect(), false, vec![(0, 30)]);
+        let layout = kith_layout::Layout::identity(31);
+        let options = BuildOptions { data: DataSpec::Fixed(4), ..BuildOptions::default() };
+        let store =
+            build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options).unwrap();
+        for pos in 1..30 {
+            store.db.delete(super::keys::profile(store.generation(), pos)).unwrap();
+        }
+        let store = std::sync::Arc::new(store);
+        let (tx, rx) = mpsc::channel();
+        let s = store.clone();
+        std::thread::spawn(move || {
+            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+            let _ = tx.send(s.get_random_users(10, &mut rng).map(|u| u.len()));
+        });
+        let got = rx.recv_timeout(Duration::from_secs(10));
+        assert!(matches!(got, Ok(Ok(2))), "get_random_users did not end in 10 s: {got:?}");
     }
 }

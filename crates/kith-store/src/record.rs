@@ -239,10 +239,35 @@ pub(crate) fn decode_entry(key: &[u8], value: &[u8]) -> Result<(u64, Vec<Friend>
     Ok((position, out))
 }
 
+/// Checks an `i` record and answers, without copying the list: (position, friend count,
+/// whether `friend` is among them). What a friendship change needs to know.
+pub(crate) fn probe_entry(key: &[u8], value: &[u8], friend: u64) -> Result<(u64, usize, bool)> {
+    let payload = unseal(key, value)?;
+    let mut r = Reader { key, bytes: payload };
+    let position = r.u64()?;
+    let n = r.u32()? as usize;
+    let pairs = r.bytes;
+    if pairs.len() != n * 16 {
+        return Err(corrupt(key, format!("friend list says {n} entries in {} bytes", pairs.len())));
+    }
+    let uid_at = |i: usize| u64::from_le_bytes(pairs[16 * i..16 * i + 8].try_into().expect("8"));
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match uid_at(mid).cmp(&friend) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Ok((position, n, true)),
+        }
+    }
+    Ok((position, n, false))
+}
+
 /// The number of chunks a data block of `len` bytes takes: at least one, which carries the
-/// length.
+/// length. Chunk sizes are checked where they come in (`BuildOptions::check`, the store's
+/// metadata on open); a zero is taken as one byte here so that no path can divide by it.
 pub(crate) fn chunk_count(len: u64, chunk_bytes: u32) -> u32 {
-    len.div_ceil(u64::from(chunk_bytes)).max(1) as u32
+    len.div_ceil(u64::from(chunk_bytes.max(1))).max(1) as u32
 }
 
 /// The `d` records of one data block: chunk 0 starts with the block's length (u32).

@@ -76,6 +76,10 @@ impl Engine for Store {
         Store::count_users(self)
     }
 
+    fn traversal_budget(&self) -> u64 {
+        self.traversal_budget
+    }
+
     fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
         self.feed_db()?.follow(uid, targets)
     }

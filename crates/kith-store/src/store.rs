@@ -30,6 +30,8 @@ pub struct Store {
     mode: CacheMode,
     pub(crate) chunk_bytes: u32,
     sync: bool,
+    /// The friend-list entries one traversal may read.
+    pub(crate) traversal_budget: u64,
     /// The current generation. Readers take a snapshot while holding it for reading;
     /// relayout flips it while holding it for writing.
     pub(crate) generation: RwLock<u32>,
@@ -117,6 +119,7 @@ impl Store {
             mode: options.mode,
             chunk_bytes,
             sync: options.sync,
+            traversal_budget: options.traversal_budget,
             generation: RwLock::new(generation),
             writers: RwLock::new(()),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
@@ -215,6 +218,14 @@ impl Store {
 
     pub(crate) fn get(&self, key: &[u8], read: &ReadOptions) -> Result<Option<Vec<u8>>> {
         Ok(self.db.get_opt(key, read)?)
+    }
+
+    pub(crate) fn get_pinned(
+        &self,
+        key: &[u8],
+        read: &ReadOptions,
+    ) -> Result<Option<rocksdb::DBPinnableSlice<'_>>> {
+        Ok(self.db.get_pinned_opt(key, read)?)
     }
 
     /// The feed database: follow edges both ways and posts, a RocksDB of its own in

@@ -8,6 +8,7 @@ use std::sync::{MutexGuard, PoisonError};
 use rocksdb::{ReadOptions, WriteBatch};
 
 use crate::error::{Error, Result};
+use crate::friend_ops;
 use crate::keys;
 use crate::record::{self, Friend, MAX_DATA_BYTES, MAX_FRIENDS, Profile, chunk_count};
 use crate::store::{STRIPES, Store};
@@ -49,6 +50,9 @@ impl Store {
         self.change_friendship(u, v, false)
     }
 
+    /// Adds or drops u–v on whichever side lacks or has it. Each side is written as a merge
+    /// operand of a few bytes (`friend_ops.rs`), so the change costs what it changes, not
+    /// a rewrite of the list; the lists are only probed (checksum and binary search).
     fn change_friendship(&self, u: u64, v: u64, add: bool) -> Result<bool> {
         if u == v {
             return Err(Error::SelfFriendship(u));
@@ -57,18 +61,27 @@ impl Store {
         let generation = self.generation();
         let _locks = self.lock_users([u, v]);
         let read = ReadOptions::default();
-        let (pu, mut fu) = self.entry(generation, u, &read)?;
-        let (pv, mut fv) = self.entry(generation, v, &read)?;
-        let changed_u = edit(&mut fu, Friend { uid: v, position: pv }, add)?;
-        let changed_v = edit(&mut fv, Friend { uid: u, position: pu }, add)?;
-        if !changed_u && !changed_v {
-            return Ok(false);
-        }
+        let (pu, nu, u_has_v) = self.probe(generation, u, v, &read)?;
+        let (pv, nv, v_has_u) = self.probe(generation, v, u, &read)?;
         let mut batch = WriteBatch::default();
-        put_entry(&mut batch, generation, u, pu, &fu);
-        put_entry(&mut batch, generation, v, pv, &fv);
-        self.write(batch)?;
-        Ok(true)
+        let mut changed = false;
+        for (uid, count, has, friend) in [
+            (u, nu, u_has_v, Friend { uid: v, position: pv }),
+            (v, nv, v_has_u, Friend { uid: u, position: pu }),
+        ] {
+            if has == add {
+                continue;
+            }
+            if add && count >= MAX_FRIENDS {
+                return Err(too_many_friends(count));
+            }
+            merge_change(&mut batch, generation, uid, friend, add);
+            changed = true;
+        }
+        if changed {
+            self.write(batch)?;
+        }
+        Ok(changed)
     }
 
     /// Replaces the profile of an existing user.
@@ -77,7 +90,7 @@ impl Store {
         let _w = self.writer_guard();
         let generation = self.generation();
         let _locks = self.lock_users([uid]);
-        let (pos, _) = self.entry(generation, uid, &ReadOptions::default())?;
+        let (pos, _, _) = self.probe(generation, uid, uid, &ReadOptions::default())?;
         let key = keys::profile(generation, pos);
         let mut batch = WriteBatch::default();
         batch.put(key, record::encode_header(&key, uid, &encoded));
@@ -91,7 +104,7 @@ impl Store {
         let generation = self.generation();
         let _locks = self.lock_users([uid]);
         let read = ReadOptions::default();
-        let (pos, _) = self.entry(generation, uid, &read)?;
+        let (pos, _, _) = self.probe(generation, uid, uid, &read)?;
         let mut batch = WriteBatch::default();
         self.put_data_into(&mut batch, generation, pos, data, &read)?;
         self.write(batch)
@@ -181,13 +194,12 @@ impl Store {
         old: &[Friend],
     ) -> Result<UserWrite> {
         let read = ReadOptions::default();
+        // Each friend, old or new: (position, friend count, whether it lists `uid`), probed
+        // without copying its list.
         let mut entries = BTreeMap::new();
-        for &f in wanted {
-            entries.insert(f, self.entry(generation, f, &read)?);
-        }
-        for f in old {
-            if let std::collections::btree_map::Entry::Vacant(slot) = entries.entry(f.uid) {
-                slot.insert(self.entry(generation, f.uid, &read)?);
+        for &f in wanted.iter().chain(old.iter().map(|f| &f.uid)) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = entries.entry(f) {
+                slot.insert(self.probe(generation, f, uid, &read)?);
             }
         }
         let mut batch = WriteBatch::default();
@@ -206,9 +218,13 @@ impl Store {
         let added = list.iter().filter(|f| old.binary_search_by_key(&f.uid, |o| o.uid).is_err());
         let mut touched = vec![uid];
         for (f, add) in removed.map(|f| (f, false)).chain(added.map(|f| (f, true))) {
-            let (theirs_at, theirs) = entries.get_mut(&f.uid).expect("read above");
-            edit(theirs, me, add)?;
-            put_entry(&mut batch, generation, f.uid, *theirs_at, theirs);
+            let (_, count, has) = entries[&f.uid];
+            if has != add {
+                if add && count >= MAX_FRIENDS {
+                    return Err(too_many_friends(count));
+                }
+                merge_change(&mut batch, generation, f.uid, me, add);
+            }
             touched.push(f.uid);
         }
         touched.sort_unstable();
@@ -232,6 +248,13 @@ fn put_entry(batch: &mut WriteBatch, generation: u32, uid: u64, pos: u64, friend
     batch.put(key, record::encode_entry(&key, pos, friends));
 }
 
+/// Writes one side of a friendship change into `batch`: a merge operand on `uid`'s list.
+fn merge_change(batch: &mut WriteBatch, generation: u32, uid: u64, friend: Friend, add: bool) {
+    let key = keys::index(generation, uid);
+    let op = if add { friend_ops::add(&key, friend) } else { friend_ops::drop(&key, friend.uid) };
+    batch.merge(key, op);
+}
+
 fn check_data(data: &[u8]) -> Result<()> {
     if data.len() as u64 > MAX_DATA_BYTES {
         return Err(Error::TooLarge {
@@ -243,24 +266,7 @@ fn check_data(data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Adds or removes one friend in a uid-sorted list; returns whether it changed.
-fn edit(list: &mut Vec<Friend>, friend: Friend, add: bool) -> Result<bool> {
-    match (list.binary_search_by_key(&friend.uid, |f| f.uid), add) {
-        (Ok(_), true) | (Err(_), false) => Ok(false),
-        (Err(at), true) => {
-            if list.len() >= MAX_FRIENDS {
-                return Err(Error::TooLarge {
-                    what: "friend list",
-                    got: list.len() as u64 + 1,
-                    limit: MAX_FRIENDS as u64,
-                });
-            }
-            list.insert(at, friend);
-            Ok(true)
-        }
-        (Ok(at), false) => {
-            list.remove(at);
-            Ok(true)
-        }
-    }
+/// The error for one friend more than a list may hold, on a list of `count`.
+fn too_many_friends(count: usize) -> Error {
+    Error::TooLarge { what: "friend list", got: count as u64 + 1, limit: MAX_FRIENDS as u64 }
 }

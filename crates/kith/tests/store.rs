@@ -123,6 +123,14 @@ fn bad_input_is_refused_clearly() {
         "powerlaw:9",
     ]);
     assert!(err.contains("expected powerlaw:MIN,MAX"), "{err}");
+    for chunk in ["0", "4194305"] {
+        let s = dir.path().join("s");
+        let err = fails(&["store", "build", p(&edges), "--dir", p(&s), "--chunk-bytes", chunk]);
+        assert!(
+            err.contains(&format!("--chunk-bytes: chunk size of {chunk} bytes: must be 1 to 4194304")),
+            "{err}"
+        );
+    }
     ok(&["store", "build", p(&edges), "--dir", p(&dir.path().join("s"))]);
     let err = fails(&["store", "build", p(&edges), "--dir", p(&dir.path().join("s"))]);
     assert!(err.contains("already exists"), "{err}");

@@ -9,7 +9,7 @@ mod text;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
@@ -79,12 +79,7 @@ pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
         ));
     }
     let raw = if zipped {
-        let (bytes, name) = archive::zip_member(counted, path, config.member.as_deref())?;
-        let format =
-            config.format.or_else(|| format_from_name(&name)).unwrap_or_else(|| sniff(&bytes));
-        let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(bytes));
-        let label = PathBuf::from(format!("{}:{name}", path.display()));
-        parse(reader, &label, format, false)?
+        archive::zip_member(counted, path, config.member.as_deref(), config.format)?
     } else {
         let compressed = magic.starts_with(&[0x1f, 0x8b]);
         let stream: Box<dyn Read + Send> =
@@ -120,7 +115,7 @@ pub fn load(path: &Path, config: &LoadConfig) -> Result<Graph> {
 }
 
 fn parse(
-    reader: Box<dyn BufRead + Send>,
+    reader: Box<dyn BufRead + Send + '_>,
     name: &Path,
     format: Format,
     compressed: bool,

@@ -47,6 +47,9 @@ pub(crate) fn parse_lines(
         let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
         let line = &rest[..end];
         rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
+        if line.len() > super::text::MAX_LINE_BYTES {
+            return Err(LineError { line: line_no, message: super::text::long_line() });
+        }
         if let Some(pair) =
             parse_line(line, sep).map_err(|message| LineError { line: line_no, message })?
         {

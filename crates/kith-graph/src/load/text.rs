@@ -14,6 +14,9 @@ use super::parse::{IdBounds, LineError, Separator, parse_line, parse_lines, quot
 use crate::error::{Error, Result};
 
 const CHUNK_BYTES: usize = 4 << 20;
+/// The longest line an edge list may have: far more than any edge line needs, and what
+/// bounds the memory a file without line breaks can take (a chunk and one line).
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// The edges of one text file, in original ids, as they were listed.
 #[derive(Debug, Default)]
@@ -36,7 +39,7 @@ struct Prologue {
 
 /// Parses a whole text edge list of `format` from `reader`. `name` is what errors call the file.
 pub(crate) fn parse_text(
-    mut reader: Box<dyn BufRead + Send>,
+    mut reader: Box<dyn BufRead + Send + '_>,
     name: &Path,
     format: Format,
     compressed: bool,
@@ -63,7 +66,7 @@ pub(crate) fn parse_text(
 /// Handles what comes before the data lines: the MatrixMarket banner and size line, or a CSV
 /// header row. A first line that turns out to be data is parsed here, not pushed back.
 fn read_prologue(
-    reader: &mut Box<dyn BufRead + Send>,
+    reader: &mut Box<dyn BufRead + Send + '_>,
     name: &Path,
     format: Format,
     compressed: bool,
@@ -72,10 +75,18 @@ fn read_prologue(
     let mut line = Vec::new();
     let mut next_line = |p: &mut Prologue, line: &mut Vec<u8>| -> Result<bool> {
         line.clear();
-        let n = reader
+        let n = (&mut *reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', line)
             .map_err(|e| read_error(name, e, p.lines_consumed, compressed))?;
         p.lines_consumed += u64::from(n > 0);
+        if line.len() > MAX_LINE_BYTES {
+            return Err(Error::Parse {
+                path: name.to_path_buf(),
+                line: p.lines_consumed,
+                message: long_line(),
+            });
+        }
         Ok(n > 0)
     };
     let parse_err = |line_no: u64, message: String| Error::Parse {
@@ -149,7 +160,7 @@ fn read_prologue(
 }
 
 fn parse_body(
-    reader: Box<dyn BufRead + Send>,
+    reader: Box<dyn BufRead + Send + '_>,
     name: &Path,
     sep: Separator,
     prologue: &Prologue,
@@ -163,7 +174,11 @@ fn parse_body(
     let bounds = prologue.bounds;
 
     std::thread::scope(|scope| {
-        let reader_thread = scope.spawn(|| chunk_lines(reader, first_line, tx, &failed));
+        let reader_thread = scope.spawn(|| {
+            chunk_lines(reader, first_line, |chunk, line| {
+                !failed.load(Ordering::Relaxed) && tx.send((chunk, line)).is_ok()
+            })
+        });
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| -> Result<RawEdges, LineError> {
@@ -223,25 +238,23 @@ fn parse_body(
     })
 }
 
-/// Reads `reader` to the end, sending chunks that end at a line break together with the
-/// number of their first line. Stops early when a parser has failed. A read error comes with
-/// the number of complete lines read before it.
-fn chunk_lines(
-    mut reader: Box<dyn BufRead + Send>,
+/// Reads `reader` to the end, handing `send` chunks that end at a line break together with
+/// the number of their first line; `send` answers whether to go on. A line longer than
+/// [`MAX_LINE_BYTES`] is handed on as soon as it is known to be, unfinished, for the parser
+/// to refuse by its number, so no more than a chunk and a line are ever held. A read error
+/// comes with the number of complete lines read before it.
+pub(crate) fn chunk_lines(
+    mut reader: impl Read,
     mut line: u64,
-    tx: mpsc::SyncSender<(Vec<u8>, u64)>,
-    failed: &AtomicBool,
+    mut send: impl FnMut(Vec<u8>, u64) -> bool,
 ) -> Result<(), (std::io::Error, u64)> {
     let mut carry: Vec<u8> = Vec::new();
     loop {
-        if failed.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         let mut buf = std::mem::take(&mut carry);
-        let want = CHUNK_BYTES.max(buf.len() * 2);
         let mut eof = false;
-        while buf.len() < want {
-            let got = match (&mut reader).take((want - buf.len()) as u64).read_to_end(&mut buf) {
+        while buf.len() < CHUNK_BYTES {
+            let got = match (&mut reader).take((CHUNK_BYTES - buf.len()) as u64).read_to_end(&mut buf)
+            {
                 Ok(got) => got,
                 Err(e) => {
                     let complete = line - 1 + memchr::memchr_iter(b'\n', &buf).count() as u64;
@@ -254,17 +267,14 @@ fn chunk_lines(
             }
         }
         if !eof {
-            match memchr::memrchr(b'\n', &buf) {
-                Some(cut) => carry = buf.split_off(cut + 1),
-                None => {
-                    // A line longer than a chunk: keep reading it.
-                    carry = buf;
-                    continue;
-                }
+            let start = memchr::memrchr(b'\n', &buf).map_or(0, |cut| cut + 1);
+            if buf.len() - start <= MAX_LINE_BYTES {
+                carry = buf.split_off(start);
             }
+            // Otherwise the unfinished last line is already too long: send it as it is.
         }
         let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
-        if !buf.is_empty() && tx.send((buf, line)).is_err() {
+        if !buf.is_empty() && !send(buf, line) {
             return Ok(());
         }
         line += lines;
@@ -272,6 +282,11 @@ fn chunk_lines(
             return Ok(());
         }
     }
+}
+
+/// What the parser says of a line over [`MAX_LINE_BYTES`].
+pub(crate) fn long_line() -> String {
+    format!("line is longer than {MAX_LINE_BYTES} bytes; an edge list has short lines")
 }
 
 fn read_error(name: &Path, e: std::io::Error, complete_lines: u64, compressed: bool) -> Error {

@@ -118,7 +118,7 @@ pub(crate) struct BuildArgs {
     /// Data block sizes drawn from a power law: `powerlaw:MIN,MAX`.
     #[arg(long)]
     data_dist: Option<String>,
-    /// Data blocks are stored in chunks of this many bytes.
+    /// Data blocks are stored in chunks of this many bytes (1 B to 4 MiB).
     #[arg(long, default_value_t = DEFAULT_CHUNK_BYTES)]
     chunk_bytes: u32,
     /// Print the report as JSON.
@@ -148,17 +148,19 @@ fn data_spec(bytes: u64, dist: Option<&str>) -> Result<DataSpec> {
 
 fn build_cmd(args: BuildArgs) -> Result<()> {
     let spec = data_spec(args.data_bytes, args.data_dist.as_deref())?;
-    let graph = args.input.load_undirected()?;
-    let t = Instant::now();
-    let paged = paged_sizes(spec.mean().round() as u64, args.chunk_bytes);
-    let (layout, meta) = args.layout.resolve(&graph, paged)?;
-    let layout_seconds = t.elapsed().as_secs_f64();
     let options = BuildOptions {
         data: spec,
         chunk_bytes: args.chunk_bytes,
         seed: args.layout.seed,
         progress: true,
     };
+    // Before the graph is read and the layout computed, which would use the chunk size.
+    options.check().context("--chunk-bytes")?;
+    let graph = args.input.load_undirected()?;
+    let t = Instant::now();
+    let paged = paged_sizes(spec.mean().round() as u64, args.chunk_bytes);
+    let (layout, meta) = args.layout.resolve(&graph, paged)?;
+    let layout_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let method = meta.method.clone();
     kith_store::build(&args.dir, &graph, &layout, meta, &options)?;
