@@ -174,9 +174,11 @@ fn parse_body(
     let bounds = prologue.bounds;
 
     std::thread::scope(|scope| {
-        let reader_thread = scope.spawn(|| {
+        let failed_ref = &failed;
+        // The sender moves into the reader thread, so the channel closes when it ends.
+        let reader_thread = scope.spawn(move || {
             chunk_lines(reader, first_line, |chunk, line| {
-                !failed.load(Ordering::Relaxed) && tx.send((chunk, line)).is_ok()
+                !failed_ref.load(Ordering::Relaxed) && tx.send((chunk, line)).is_ok()
             })
         });
         let handles: Vec<_> = (0..workers)
