@@ -222,7 +222,9 @@ pub fn read(path: &Path) -> Result<Graph> {
     }
     // A checksum can be forged as easily as the contents: the structure is checked too.
     let invalid = |what: String| Error::snapshot(path, format!("invalid contents: {what}"));
-    for (name, csr) in std::iter::once(("out-adjacency", &out)).chain(inc.iter().map(|c| ("in-adjacency", c))) {
+    for (name, csr) in
+        std::iter::once(("out-adjacency", &out)).chain(inc.iter().map(|c| ("in-adjacency", c)))
+    {
         csr.validate().map_err(|e| invalid(format!("{name}: {e}")))?;
         check_no_self_loops(csr).map_err(|e| invalid(format!("{name}: {e}")))?;
     }
@@ -235,8 +237,9 @@ pub fn read(path: &Path) -> Result<Graph> {
                     "in- and out-adjacency hold different numbers of edges".into(),
                 ));
             }
-            check_transpose(&out, inc)
-                .map_err(|e| invalid(format!("in-adjacency is not the out-adjacency reversed: {e}")))?;
+            check_transpose(&out, inc).map_err(|e| {
+                invalid(format!("in-adjacency is not the out-adjacency reversed: {e}"))
+            })?;
         }
     }
     Ok(Graph::from_parts(header.directed, ids, out, inc, header.cleaning))
@@ -312,8 +315,9 @@ impl SectionReader<'_> {
             self.file.read_exact(piece).map_err(|e| Error::io(self.path, e))?;
             self.hasher.update(piece);
             let (before, piece) = values.split_at(at);
-            check(piece, before.last())
-                .map_err(|e| Error::snapshot(self.path, format!("invalid contents: {name}: {e}")))?;
+            check(piece, before.last()).map_err(|e| {
+                Error::snapshot(self.path, format!("invalid contents: {name}: {e}"))
+            })?;
         }
         let bytes = len * size;
         let pad = (padded(bytes as u64) - bytes as u64) as usize;
@@ -331,9 +335,13 @@ impl SectionReader<'_> {
             for (i, &o) in piece.iter().enumerate() {
                 match prev {
                     None if o != 0 => return Err("offsets do not start at 0".into()),
-                    Some(p) if o < p => return Err(format!("offsets decrease (entry {i} of a piece)")),
+                    Some(p) if o < p => {
+                        return Err(format!("offsets decrease (entry {i} of a piece)"));
+                    }
                     _ if o > entries => {
-                        return Err(format!("offset {o} beyond the {entries} entries of the header"));
+                        return Err(format!(
+                            "offset {o} beyond the {entries} entries of the header"
+                        ));
                     }
                     _ => prev = Some(o),
                 }
@@ -343,7 +351,9 @@ impl SectionReader<'_> {
         if offsets.last() != Some(&entries) {
             return Err(Error::snapshot(
                 self.path,
-                format!("invalid contents: {name}: offsets do not end at the header's {entries} entries"),
+                format!(
+                    "invalid contents: {name}: offsets do not end at the header's {entries} entries"
+                ),
             ));
         }
         // Their number is now known to be what the offsets say; they are checked after the

@@ -37,8 +37,8 @@ fn in_small_child(name: &str, file: &Path) -> String {
         .env("MALLOC_ARENA_MAX", "1")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the child failed ({}): {text}", out.status);
     text
 }
@@ -61,14 +61,22 @@ fn a_line_without_end_is_refused_by_its_number() {
     text.extend(std::iter::repeat_n(b'7', 5 << 20));
     std::fs::write(&path, &text).unwrap();
     let err = load(&path, &LoadConfig::default()).unwrap_err().to_string();
-    assert!(err.ends_with("e.txt:3: line is longer than 1048576 bytes; an edge list has short lines"), "{}", &err[..err.len().min(300)]);
+    assert!(
+        err.ends_with("e.txt:3: line is longer than 1048576 bytes; an edge list has short lines"),
+        "{}",
+        &err[..err.len().min(300)]
+    );
     // The same in a CSV file, whose header row is read on its own.
     let path = dir.path().join("e.csv");
     let mut text = b"from,to".to_vec();
     text.extend(std::iter::repeat_n(b'x', 3 << 20));
     std::fs::write(&path, &text).unwrap();
     let err = load(&path, &LoadConfig::default()).unwrap_err().to_string();
-    assert!(err.ends_with("e.csv:1: line is longer than 1048576 bytes; an edge list has short lines"), "{}", &err[..err.len().min(300)]);
+    assert!(
+        err.ends_with("e.csv:1: line is longer than 1048576 bytes; an edge list has short lines"),
+        "{}",
+        &err[..err.len().min(300)]
+    );
 }
 
 #[test]

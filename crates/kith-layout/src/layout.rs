@@ -278,7 +278,9 @@ mod tests {
     #[test]
     fn a_line_without_end_is_refused_by_its_length() {
         let err = read_text(&format!("10\n{}", "7".repeat(3 << 20))).unwrap_err().to_string();
-        assert!(err.ends_with("l.txt:2: line is longer than 65536 bytes; a layout line holds one id"));
+        assert!(
+            err.ends_with("l.txt:2: line is longer than 65536 bytes; a layout line holds one id")
+        );
         assert!(err.len() < 300, "the message quotes {} bytes", err.len());
     }
 

@@ -230,9 +230,10 @@ mod tests {
         let layout = kith_layout::Layout::identity(graph.num_nodes());
         for chunk_bytes in [0, MAX_CHUNK_BYTES + 1, u32::MAX] {
             let options = BuildOptions { chunk_bytes, ..BuildOptions::default() };
-            let err = build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options)
-                .unwrap_err()
-                .to_string();
+            let err =
+                build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options)
+                    .unwrap_err()
+                    .to_string();
             assert_eq!(err, format!("chunk size of {chunk_bytes} bytes: must be 1 to 4194304"));
             assert!(!dir.path().join("s").exists());
         }

@@ -87,9 +87,14 @@ pub trait Engine: Send + Sync + Debug {
     /// must exist. Bidirectional breadth-first search over [`Engine::get_all_friends`].
     fn shortest_path(&self, from: u64, to: u64, max_hops: u32) -> Result<Option<Vec<u64>>> {
         let budget = self.traversal_budget();
-        paths::shortest_path(from, to, max_hops, budget, |u| self.contains(u), |u| {
-            self.get_all_friends(u)
-        })
+        paths::shortest_path(
+            from,
+            to,
+            max_hops,
+            budget,
+            |u| self.contains(u),
+            |u| self.get_all_friends(u),
+        )
     }
 
     /// Users within `hops` (1 to [`MAX_NEIGHBORHOOD_HOPS`](crate::MAX_NEIGHBORHOOD_HOPS))

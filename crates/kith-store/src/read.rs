@@ -289,10 +289,10 @@ impl Store {
                 break;
             }
             let pos = rng.random_range(0..end);
-            if seen.insert(pos) {
-                if let Some(h) = self.header_at(view.generation, pos, &read)? {
-                    out.push(h);
-                }
+            if seen.insert(pos)
+                && let Some(h) = self.header_at(view.generation, pos, &read)?
+            {
+                out.push(h);
             }
         }
         Ok(out)

@@ -127,7 +127,9 @@ fn bad_input_is_refused_clearly() {
         let s = dir.path().join("s");
         let err = fails(&["store", "build", p(&edges), "--dir", p(&s), "--chunk-bytes", chunk]);
         assert!(
-            err.contains(&format!("--chunk-bytes: chunk size of {chunk} bytes: must be 1 to 4194304")),
+            err.contains(&format!(
+                "--chunk-bytes: chunk size of {chunk} bytes: must be 1 to 4194304"
+            )),
             "{err}"
         );
     }

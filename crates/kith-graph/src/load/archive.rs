@@ -105,7 +105,8 @@ pub(crate) fn ego_networks(reader: Box<dyn BufRead + Send + '_>, name: &Path) ->
                 "ego-network members must be named <ego id>.edges or <ego id>.feat",
             )
         })?;
-        let damaged = |(e, _)| Error::input(&label, format!("archive is truncated or corrupt: {e}"));
+        let damaged =
+            |(e, _)| Error::input(&label, format!("archive is truncated or corrupt: {e}"));
         // Members are streamed in chunks of whole lines, as a plain edge list is.
         let mut failure = None;
         if kind == "edges" {

@@ -255,14 +255,14 @@ pub(crate) fn chunk_lines(
         let mut buf = std::mem::take(&mut carry);
         let mut eof = false;
         while buf.len() < CHUNK_BYTES {
-            let got = match (&mut reader).take((CHUNK_BYTES - buf.len()) as u64).read_to_end(&mut buf)
-            {
-                Ok(got) => got,
-                Err(e) => {
-                    let complete = line - 1 + memchr::memchr_iter(b'\n', &buf).count() as u64;
-                    return Err((e, complete));
-                }
-            };
+            let got =
+                match (&mut reader).take((CHUNK_BYTES - buf.len()) as u64).read_to_end(&mut buf) {
+                    Ok(got) => got,
+                    Err(e) => {
+                        let complete = line - 1 + memchr::memchr_iter(b'\n', &buf).count() as u64;
+                        return Err((e, complete));
+                    }
+                };
             if got == 0 {
                 eof = true;
                 break;
