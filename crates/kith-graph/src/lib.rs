@@ -29,6 +29,7 @@ mod graph;
 mod load;
 pub mod progress;
 mod snapshot;
+mod snapshot_check;
 mod stats;
 mod weights;
 mod write;

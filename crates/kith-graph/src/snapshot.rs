@@ -10,6 +10,7 @@ use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 use crate::csr::{Csr, VertexId};
 use crate::error::{Error, Result};
 use crate::graph::{Cleaning, Graph};
+use crate::snapshot_check::{check_ids, check_no_self_loops, check_transpose};
 
 /// The first eight bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"KITHGRPH";
@@ -243,42 +244,6 @@ pub fn read(path: &Path) -> Result<Graph> {
         }
     }
     Ok(Graph::from_parts(header.directed, ids, out, inc, header.cleaning))
-}
-
-/// Original ids are strictly ascending, within a piece and from the previous piece's last.
-fn check_ids(piece: &[u64], before: Option<&u64>) -> Result<(), String> {
-    let mut prev = before.copied();
-    for &id in piece {
-        if prev.is_some_and(|p| p >= id) {
-            return Err("not strictly ascending".into());
-        }
-        prev = Some(id);
-    }
-    Ok(())
-}
-
-/// No vertex is its own neighbour: a graph keeps no self loops (they are counted as dropped).
-fn check_no_self_loops(csr: &Csr) -> Result<(), String> {
-    for v in 0..csr.num_vertices() as VertexId {
-        if csr.neighbors(v).binary_search(&v).is_ok() {
-            return Err(format!("vertex {v} is its own neighbour (a self loop)"));
-        }
-    }
-    Ok(())
-}
-
-/// Every entry u -> v of `out` has v -> u in `back`. With lists strictly ascending and as
-/// many entries in both, that makes `back` exactly `out` reversed (for `back == out`: the
-/// graph is symmetric).
-fn check_transpose(out: &Csr, back: &Csr) -> Result<(), String> {
-    for u in 0..out.num_vertices() as VertexId {
-        for &v in out.neighbors(u) {
-            if back.neighbors(v).binary_search(&u).is_err() {
-                return Err(format!("the edge {u} -> {v} has no {v} -> {u}"));
-            }
-        }
-    }
-    Ok(())
 }
 
 struct SectionReader<'a> {
