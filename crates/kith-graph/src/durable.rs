@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 mod power_cut;
 
-pub use power_cut::{CutVariant, PowerCutFs};
+pub use power_cut::{CutVariant, FileWriter, PowerCutFs};
 
 /// A file being written through an [`Fs`].
 pub trait FsFile: Write + Send {

@@ -120,7 +120,8 @@ pub fn write_layout_with(fs: &dyn Fs, path: &Path, graph: &Graph, layout: &Layou
             graph.num_nodes()
         )));
     }
-    let gz = path.file_name().is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".gz"));
+    let gz =
+        path.file_name().is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".gz"));
     let write = |out: &mut dyn Write| -> std::io::Result<()> {
         let mut line = String::new();
         for &v in layout.order() {

@@ -21,7 +21,7 @@
 //!   data of `version`, its one friend, and the friends that put dropped;
 //! - `R <i>`: a relayout completed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::sync::Mutex;
 
@@ -182,8 +182,14 @@ pub fn crash_writer(
                         in_base,
                         threads,
                         t,
-                        rng: Pcg64Mcg::seed_from_u64(seed ^ (t as u64 + 1).wrapping_mul(0x9e37_79b9)),
-                        mine: base.iter().copied().filter(|u| u % threads as u64 == t as u64).collect(),
+                        rng: Pcg64Mcg::seed_from_u64(
+                            seed ^ (t as u64 + 1).wrapping_mul(0x9e37_79b9),
+                        ),
+                        mine: base
+                            .iter()
+                            .copied()
+                            .filter(|u| u % threads as u64 == t as u64)
+                            .collect(),
                         created: Vec::new(),
                         // Unique across runs as long as each run has its own seed.
                         next_uid: NEW_USER_BASE + (seed << 28) + t as u64,
@@ -245,9 +251,9 @@ enum Item {
     Data(u64),
 }
 
-/// Per item: its last acknowledged state and every state tried after it.
+/// Per item, in order: its last acknowledged state and every state tried after it.
 #[derive(Default)]
-struct Ledger(HashMap<Item, (Option<u64>, Vec<u64>)>);
+struct Ledger(BTreeMap<Item, (Option<u64>, Vec<u64>)>);
 
 impl Ledger {
     fn record(&mut self, item: Item, state: u64, acked: bool) {
@@ -315,14 +321,20 @@ fn read_log(log: &str, check: &mut CrashCheck) -> Ledger {
 }
 
 /// The state of `item` in the store, or why it cannot be read.
-fn state_of(store: &Store, item: Item, candidates: &[u64]) -> Result<std::result::Result<u64, String>> {
+fn state_of(
+    store: &Store,
+    item: Item,
+    candidates: &[u64],
+) -> Result<std::result::Result<u64, String>> {
     let found = match item {
         Item::Friend(u, v) => {
             let on_u = store.get_all_friends(u).map(|f| f.binary_search(&v).is_ok());
             let on_v = store.get_all_friends(v).map(|f| f.binary_search(&u).is_ok());
             match (on_u, on_v) {
                 (Ok(a), Ok(b)) if a == b => Ok(u64::from(a)),
-                (Ok(_), Ok(_)) => return Ok(Err(format!("friendship {u}-{v} is on one side only"))),
+                (Ok(_), Ok(_)) => {
+                    return Ok(Err(format!("friendship {u}-{v} is on one side only")));
+                }
                 (Err(e), _) | (_, Err(e)) => Err(e),
             }
         }
@@ -347,9 +359,7 @@ fn state_of(store: &Store, item: Item, candidates: &[u64]) -> Result<std::result
 pub fn check_crash_log(store: &Store, log: &str) -> Result<CrashCheck> {
     let mut check = CrashCheck::default();
     let ledger = read_log(log, &mut check);
-    let mut items: Vec<(&Item, &(Option<u64>, Vec<u64>))> = ledger.0.iter().collect();
-    items.sort_unstable_by_key(|(item, _)| **item);
-    for (&item, (acked, tried)) in items {
+    for (&item, (acked, tried)) in &ledger.0 {
         let Some(acked) = *acked else { continue };
         check.items_checked += 1;
         let candidates: Vec<u64> = std::iter::once(acked).chain(tried.iter().copied()).collect();

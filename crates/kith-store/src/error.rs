@@ -159,7 +159,12 @@ impl Error {
 
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
         let context = context.into();
-        move |source| Error::Io { context, source }
+        move |source| match source.kind() {
+            std::io::ErrorKind::StorageFull => {
+                Error::DiskFull { detail: format!("{context}: {source}") }
+            }
+            _ => Error::Io { context, source },
+        }
     }
 }
 

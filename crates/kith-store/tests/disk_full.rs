@@ -66,7 +66,11 @@ fn check_acked(store: &Store, acked: &[Option<u64>]) {
     for (uid, version) in acked.iter().enumerate() {
         if let Some(v) = version {
             let got = store.get_data(uid as u64 + 1, None).unwrap();
-            assert!(got == block(uid as u64 + 1, *v), "user {}: acknowledged version {v} lost", uid + 1);
+            assert!(
+                got == block(uid as u64 + 1, *v),
+                "user {}: acknowledged version {v} lost",
+                uid + 1
+            );
         }
     }
 }

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use kith_layout::{LayoutConfig, Method};
-use kith_store::{BuildOptions, DataSpec, Error, LayoutMeta, NewLayout, OpenOptions, Profile, Store};
+use kith_store::{
+    BuildOptions, DataSpec, Error, LayoutMeta, NewLayout, OpenOptions, Profile, Store,
+};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +51,7 @@ fn profile(variant: u8) -> Profile {
     if variant % 2 == 1 {
         p.age = Some(u32::from(variant));
     }
-    if variant % 3 == 0 {
+    if variant.is_multiple_of(3) {
         p.fields.insert("city".into(), "x".repeat(usize::from(variant)));
     }
     p
@@ -88,7 +90,11 @@ impl Model {
                 let add = matches!(write, Write::AddFriend(..));
                 for (a, b) in [(*u, *v), (*v, *u)] {
                     let set = &mut self.users.get_mut(&a).expect("known").1;
-                    if add { set.insert(b) } else { set.remove(&b) };
+                    if add {
+                        set.insert(b)
+                    } else {
+                        set.remove(&b)
+                    };
                 }
             }
             Write::PutProfile(u, p) => match self.users.get_mut(u) {
@@ -210,8 +216,7 @@ fn run_child_and_kill(dir: &Path, writes: &[Write], extra: &Write) -> Vec<String
 /// after the last one (the parent kills it). Does nothing when run as an ordinary test.
 #[test]
 fn model_child_process() {
-    let (Some(dir), Some(ops)) = (std::env::var_os(CHILD_DIR), std::env::var_os(CHILD_OPS))
-    else {
+    let (Some(dir), Some(ops)) = (std::env::var_os(CHILD_DIR), std::env::var_os(CHILD_OPS)) else {
         return;
     };
     let store = Store::open(Path::new(&dir), &OpenOptions::default()).unwrap();
@@ -263,7 +268,8 @@ fn run_steps(steps: &[Step]) {
                 }
             }
             Step::Relayout(seed) => {
-                let config = LayoutConfig { method: Method::Random, seed: *seed, ..Default::default() };
+                let config =
+                    LayoutConfig { method: Method::Random, seed: *seed, ..Default::default() };
                 store.as_ref().unwrap().relayout(NewLayout::Compute(config), false).unwrap();
             }
         }
@@ -319,7 +325,12 @@ proptest! {
 #[test]
 fn every_kind_of_step() {
     run_steps(&[
-        Step::Write(Write::PutUser { uid: 8, profile: 3, friends: vec![1, 2], data: Some((1, 5000)) }),
+        Step::Write(Write::PutUser {
+            uid: 8,
+            profile: 3,
+            friends: vec![1, 2],
+            data: Some((1, 5000)),
+        }),
         Step::Write(Write::DeleteFriend(1, 2)),
         Step::Write(Write::AddFriend(8, 9)),
         Step::Kill(
@@ -332,4 +343,3 @@ fn every_kind_of_step() {
         Step::Write(Write::PutData(8, 1, 0)),
     ]);
 }
-

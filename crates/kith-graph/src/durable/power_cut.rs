@@ -28,7 +28,8 @@ pub enum CutVariant {
 
 impl CutVariant {
     /// Every variant.
-    pub const ALL: [CutVariant; 3] = [CutVariant::DirSynced, CutVariant::DirKept, CutVariant::TornTail];
+    pub const ALL: [CutVariant; 3] =
+        [CutVariant::DirSynced, CutVariant::DirKept, CutVariant::TornTail];
 }
 
 #[derive(Debug, Default)]
@@ -60,6 +61,9 @@ impl State {
         Ok(())
     }
 }
+
+/// Something that writes a file through an [`Fs`], as [`PowerCutFs::check_every_cut`] runs it.
+pub type FileWriter<'a> = dyn Fn(&dyn Fs) -> io::Result<()> + 'a;
 
 /// An in-memory file system that can lose power; see the module docs.
 #[derive(Clone, Debug, Default)]
@@ -190,8 +194,8 @@ impl PowerCutFs {
     /// The first violation, naming the step and the variant.
     pub fn check_every_cut(
         path: &Path,
-        old: Option<&dyn Fn(&dyn Fs) -> io::Result<()>>,
-        new: &dyn Fn(&dyn Fs) -> io::Result<()>,
+        old: Option<&FileWriter<'_>>,
+        new: &FileWriter<'_>,
         accept: &dyn Fn(&Path) -> Result<(), String>,
     ) -> Result<u64, String> {
         let fresh = || -> Result<PowerCutFs, String> {
@@ -218,13 +222,17 @@ impl PowerCutFs {
                 let files = fs.after_power_loss(variant);
                 let got = files.get(path);
                 let at = format!("power lost after step {cut} of {total} ({variant:?})");
-                let allowed = if returned { got == new_bytes.as_ref() } else {
+                let allowed = if returned {
+                    got == new_bytes.as_ref()
+                } else {
                     got == old_bytes.as_ref() || got == new_bytes.as_ref()
                 };
                 if !allowed {
                     let what = match got {
                         None => "missing".to_string(),
-                        Some(b) => format!("{} bytes, neither the old file nor the new one", b.len()),
+                        Some(b) => {
+                            format!("{} bytes, neither the old file nor the new one", b.len())
+                        }
                     };
                     let acked = if returned { " after the write returned Ok" } else { "" };
                     return Err(format!("{at}: {} is {what}{acked}", path.display()));

@@ -95,7 +95,7 @@ fn unsafe_sequences_are_caught() {
         f.sync_all()?;
         fs.rename(&tmp, &path)
     };
-    let unsafe_writers: [(&str, &dyn Fn(&dyn Fs) -> std::io::Result<()>); 3] =
+    let unsafe_writers: [(&str, &FileWriter<'_>); 3] =
         [("in place", &in_place), ("rename first", &rename_first), ("no dir sync", &no_dir_sync)];
     for (name, writer) in unsafe_writers {
         let result = PowerCutFs::check_every_cut(&path, Some(&old), writer, &accept);
