@@ -23,6 +23,7 @@
 //! ```
 
 mod csr;
+pub mod durable;
 mod error;
 pub mod generate;
 mod graph;
@@ -40,4 +41,4 @@ pub use graph::{Cleaning, Graph};
 pub use load::{Format, LoadConfig, load};
 pub use stats::{DegreeSummary, GraphStats, stats};
 pub use weights::{WeightModel, edge_weights, for_each_common, intersection_size};
-pub use write::{read_communities, save, write_communities};
+pub use write::{read_communities, save, save_with, write_communities};

@@ -2,12 +2,13 @@
 //! that loads with a few large reads. The byte layout is documented in `docs/kgraph-format.md`.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 use crate::csr::{Csr, VertexId};
+use crate::durable::{Fs, write_atomic};
 use crate::error::{Error, Result};
 use crate::graph::{Cleaning, Graph};
 use crate::snapshot_check::{check_ids, check_no_self_loops, check_transpose};
@@ -124,12 +125,12 @@ fn padded(bytes: u64) -> u64 {
     bytes.div_ceil(8) * 8
 }
 
-/// Writes `graph` to `path` as a snapshot. The file is written beside `path`, synced, then
-/// renamed over it, so a crash leaves either the old file or the complete new one.
+/// Writes `graph` to `path` as a snapshot through `fs`, with [`write_atomic`]: a crash leaves
+/// either the old file or the complete new one.
 ///
 /// # Errors
 /// Any I/O error, with the path.
-pub fn write(graph: &Graph, path: &Path) -> Result<()> {
+pub fn write(fs: &dyn Fs, graph: &Graph, path: &Path) -> Result<()> {
     let out = graph.out_csr();
     let inc = graph.is_directed().then(|| graph.in_csr());
     let mut sections: Vec<&[u8]> = vec![bytemuck::cast_slice(graph.original_ids())];
@@ -156,25 +157,16 @@ pub fn write(graph: &Graph, path: &Path) -> Result<()> {
         body_checksum: hasher.digest(),
     };
 
-    let tmp = path.with_extension("kgraph.tmp");
-    let io = |e| Error::io(path, e);
-    let file = File::create(&tmp).map_err(io)?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    w.write_all(&header.encode()).map_err(io)?;
-    for s in &sections {
-        w.write_all(s).map_err(io)?;
-        let pad = padded(s.len() as u64) - s.len() as u64;
-        w.write_all(&[0u8; 8][..pad as usize]).map_err(io)?;
-    }
-    let file = w.into_inner().map_err(|e| Error::io(path, e.into_error()))?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Make the rename itself durable.
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
-    }
-    Ok(())
+    write_atomic(fs, path, |w| {
+        w.write_all(&header.encode())?;
+        for s in &sections {
+            w.write_all(s)?;
+            let pad = padded(s.len() as u64) - s.len() as u64;
+            w.write_all(&[0u8; 8][..pad as usize])?;
+        }
+        Ok(())
+    })
+    .map_err(|e| Error::io(path, e))
 }
 
 /// Reads a snapshot, verifying its checksums and the graph invariants.
@@ -346,7 +338,7 @@ mod tests {
         for directed in [false, true] {
             let path = dir.path().join(format!("g{directed}.kgraph"));
             let g = sample(directed);
-            write(&g, &path)?;
+            write(&crate::durable::StdFs, &g, &path)?;
             assert_eq!(read(&path)?, g);
         }
         Ok(())
@@ -356,7 +348,7 @@ mod tests {
     fn rejects_damage_and_unknown_versions() -> Result<()> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.kgraph");
-        write(&sample(true), &path)?;
+        write(&crate::durable::StdFs, &sample(true), &path)?;
         let good = std::fs::read(&path).unwrap();
         let expect = |bytes: &[u8], needle: &str| {
             std::fs::write(&path, bytes).unwrap();

@@ -1,7 +1,7 @@
 //! Writing graphs and communities as text, and choosing the output format by file name.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use flate2::Compression;
@@ -9,6 +9,7 @@ use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
 use crate::csr::VertexId;
+use crate::durable::{Fs, StdFs, write_atomic};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
 use crate::snapshot;
@@ -16,17 +17,27 @@ use crate::snapshot;
 /// Saves `graph` to `path`, choosing the format by name: `.kgraph` writes a snapshot, `.csv`
 /// a CSV edge list with a `source,target` header, anything else a SNAP edge list. Text is
 /// gzip-compressed when the name ends in `.gz`, uses original ids, and lists each undirected
-/// edge once.
+/// edge once. The file is replaced atomically and durably ([`write_atomic`]): a crash leaves
+/// the old file or the complete new one.
 ///
 /// # Errors
 /// A MatrixMarket name (`.mtx`), which would need ids relabelled from 1; any I/O error, with
 /// the path.
 pub fn save(graph: &Graph, path: &Path) -> Result<()> {
+    save_with(&StdFs, graph, path)
+}
+
+/// [`save`] through the file-system seam `fs` (a [`PowerCutFs`](crate::durable::PowerCutFs)
+/// in the power-loss tests).
+///
+/// # Errors
+/// As [`save`].
+pub fn save_with(fs: &dyn Fs, graph: &Graph, path: &Path) -> Result<()> {
     let name =
         path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
     let stem = name.strip_suffix(".gz").unwrap_or(&name);
     if stem.ends_with(".kgraph") {
-        return snapshot::write(graph, path);
+        return snapshot::write(fs, graph, path);
     }
     if stem.ends_with(".mtx") {
         return Err(Error::InvalidArgument(format!(
@@ -35,7 +46,7 @@ pub fn save(graph: &Graph, path: &Path) -> Result<()> {
         )));
     }
     let csv = stem.ends_with(".csv");
-    write_text(path, |w| {
+    write_text(fs, path, |w| {
         let kind = if graph.is_directed() { "directed" } else { "undirected" };
         if csv {
             writeln!(w, "source,target")?;
@@ -62,12 +73,13 @@ pub fn save(graph: &Graph, path: &Path) -> Result<()> {
 }
 
 /// Writes communities in SNAP's `.cmty.txt` format: one community per line, its members'
-/// ids separated by tabs. Gzip-compressed when the name ends in `.gz`.
+/// ids separated by tabs. Gzip-compressed when the name ends in `.gz`. Replaced atomically
+/// and durably, as [`save`] does.
 ///
 /// # Errors
 /// Any I/O error, with the path.
 pub fn write_communities(path: &Path, communities: &[Vec<u64>]) -> Result<()> {
-    write_text(path, |w| {
+    write_text(&StdFs, path, |w| {
         for members in communities {
             let line: Vec<String> = members.iter().map(u64::to_string).collect();
             writeln!(w, "{}", line.join("\t"))?;
@@ -112,19 +124,24 @@ pub fn read_communities(path: &Path) -> Result<Vec<Vec<u64>>> {
     Ok(communities)
 }
 
-/// Creates `path` and hands a buffered (and, for `.gz`, compressing) writer to `body`.
-fn write_text(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let io = |e| Error::io(path, e);
-    let file = BufWriter::with_capacity(1 << 20, File::create(path).map_err(io)?);
-    if path.extension().is_some_and(|e| e == "gz") {
-        let mut gz = GzEncoder::new(file, Compression::fast());
-        body(&mut gz).map_err(io)?;
-        gz.finish().map_err(io)?.flush().map_err(io)
-    } else {
-        let mut file = file;
-        body(&mut file).map_err(io)?;
-        file.flush().map_err(io)
-    }
+/// Replaces `path` with what `body` writes through a buffered (and, for `.gz`, compressing)
+/// writer, with [`write_atomic`].
+fn write_text(
+    fs: &dyn Fs,
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let gz = path.extension().is_some_and(|e| e == "gz");
+    write_atomic(fs, path, |w| {
+        if gz {
+            let mut gz = GzEncoder::new(w, Compression::fast());
+            body(&mut gz)?;
+            gz.finish()?.flush()
+        } else {
+            body(w)
+        }
+    })
+    .map_err(|e| Error::io(path, e))
 }
 
 #[cfg(test)]

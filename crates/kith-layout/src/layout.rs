@@ -6,12 +6,13 @@
 //! graph's ids and names the first offending line otherwise.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 use flate2::Compression;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
+use kith_graph::durable::{Fs, StdFs, write_atomic};
 use kith_graph::{Graph, VertexId};
 
 use crate::error::{Error, Result};
@@ -96,12 +97,22 @@ pub(crate) fn inverse(order: &[VertexId]) -> Vec<u32> {
 }
 
 /// Writes `layout` as a layout file of `graph`'s original ids, gzip-compressed when the name
-/// ends in `.gz`. The file is written beside its final name and renamed into place, so a
-/// reader never sees half a layout.
+/// ends in `.gz`. The file is replaced atomically and durably
+/// ([`write_atomic`](kith_graph::durable::write_atomic)): a reader never sees half a layout,
+/// and a crash leaves the old file or the complete new one.
 ///
 /// # Errors
 /// Any I/O error, with the path.
 pub fn write_layout(path: &Path, graph: &Graph, layout: &Layout) -> Result<()> {
+    write_layout_with(&StdFs, path, graph, layout)
+}
+
+/// [`write_layout`] through the file-system seam `fs` (a
+/// [`PowerCutFs`](kith_graph::durable::PowerCutFs) in the power-loss tests).
+///
+/// # Errors
+/// As [`write_layout`].
+pub fn write_layout_with(fs: &dyn Fs, path: &Path, graph: &Graph, layout: &Layout) -> Result<()> {
     if layout.len() != graph.num_nodes() {
         return Err(Error::InvalidArgument(format!(
             "layout of {} vertices for a graph of {}",
@@ -109,11 +120,8 @@ pub fn write_layout(path: &Path, graph: &Graph, layout: &Layout) -> Result<()> {
             graph.num_nodes()
         )));
     }
-    let io = |e| Error::io(path, e);
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let gz =
+        path.file_name().is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".gz"));
     let write = |out: &mut dyn Write| -> std::io::Result<()> {
         let mut line = String::new();
         for &v in layout.order() {
@@ -124,23 +132,16 @@ pub fn write_layout(path: &Path, graph: &Graph, layout: &Layout) -> Result<()> {
         }
         Ok(())
     };
-    let result = if name.to_ascii_lowercase().ends_with(".gz") {
-        let mut gz = GzEncoder::new(BufWriter::new(file), Compression::fast());
-        write(&mut gz)
-            .and_then(|()| gz.finish())
-            .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
-            .and_then(|f| f.sync_all())
-    } else {
-        let mut w = BufWriter::new(file);
-        write(&mut w)
-            .and_then(|()| w.into_inner().map_err(|e| e.into_error()))
-            .and_then(|f| f.sync_all())
-    };
-    if let Err(e) = result.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
-    }
-    Ok(())
+    write_atomic(fs, path, |w| {
+        if gz {
+            let mut gz = GzEncoder::new(w, Compression::fast());
+            write(&mut gz)?;
+            gz.finish()?.flush()
+        } else {
+            write(w)
+        }
+    })
+    .map_err(|e| Error::io(path, e))
 }
 
 /// Reads a layout file for `graph`.
@@ -254,6 +255,33 @@ mod tests {
         }
         let text = std::fs::read_to_string(dir.path().join("l.txt")).unwrap();
         assert_eq!(text, "30\n10\n40\n20\n");
+    }
+
+    /// Power lost at any step of replacing a layout file leaves the old layout or the new
+    /// one, complete, and the reader accepts it.
+    #[test]
+    fn layout_files_survive_power_loss_at_every_step() {
+        use kith_graph::durable::PowerCutFs;
+        let n = 3000u64;
+        let g = Graph::from_edges((0..n).collect(), false, vec![(0, 1)]);
+        let old = Layout::identity(n as usize);
+        let new = Layout::from_order((0..n as u32).rev().collect()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["l.txt", "l.txt.gz"] {
+            let path = dir.path().join(name);
+            let write_old =
+                |fs: &dyn Fs| write_layout_with(fs, &path, &g, &old).map_err(std::io::Error::other);
+            let write_new =
+                |fs: &dyn Fs| write_layout_with(fs, &path, &g, &new).map_err(std::io::Error::other);
+            let accept = |p: &Path| match read_layout(p, &g) {
+                Ok(l) if l == old || l == new => Ok(()),
+                Ok(_) => Err("a third layout".to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            let cuts = PowerCutFs::check_every_cut(&path, Some(&write_old), &write_new, &accept)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(cuts > 3, "{name}: {cuts} cut points");
+        }
     }
 
     #[test]

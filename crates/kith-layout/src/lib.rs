@@ -43,5 +43,5 @@ pub use compute::{CommunityReport, compute};
 pub use config::{LayoutConfig, Method, Objective};
 pub use error::{Error, Result};
 pub use example::paper_example;
-pub use layout::{Layout, read_layout, write_layout};
+pub use layout::{Layout, read_layout, write_layout, write_layout_with};
 pub use metrics::{evaluate, la_cost, log_gap_cost};

@@ -124,7 +124,14 @@ pub enum Error {
     Graph(#[from] kith_graph::Error),
     /// RocksDB reported an error (corruption of an SST or the WAL among them).
     #[error("rocksdb: {0}")]
-    Rocks(#[from] rocksdb::Error),
+    Rocks(rocksdb::Error),
+    /// The disk under the store is full: the write was not applied (nothing acknowledged is
+    /// lost). Writes work again once space is freed; RocksDB may need the store reopened.
+    #[error("disk full: the write was not applied ({detail})")]
+    DiskFull {
+        /// RocksDB's message, naming the file it was writing.
+        detail: String,
+    },
     /// A file-system error outside RocksDB.
     #[error("{context}: {source}")]
     Io {
@@ -133,6 +140,19 @@ pub enum Error {
         /// The error.
         source: std::io::Error,
     },
+}
+
+impl From<rocksdb::Error> for Error {
+    /// Tells a full disk (`ENOSPC`, which RocksDB reports as an I/O error with the system's
+    /// message, also on later writes once it has stopped accepting them) from other errors.
+    fn from(e: rocksdb::Error) -> Error {
+        let message = e.as_ref().to_ascii_lowercase();
+        if message.contains("no space left") || message.contains("nospace") {
+            Error::DiskFull { detail: e.into_string() }
+        } else {
+            Error::Rocks(e)
+        }
+    }
 }
 
 impl Error {
@@ -148,7 +168,12 @@ impl Error {
 
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
         let context = context.into();
-        move |source| Error::Io { context, source }
+        move |source| match source.kind() {
+            std::io::ErrorKind::StorageFull => {
+                Error::DiskFull { detail: format!("{context}: {source}") }
+            }
+            _ => Error::Io { context, source },
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `kith bench crash` and `kith bench crash-check`: the long crash test. A durable writer
-//! (`kith store crash-writer`, a child process) is SIGKILLed at random moments; after each
-//! restart the store is verified and every write it acknowledged must be there.
+//! (`kith store crash-writer`, a child process) doing mixed writes (friendships added and
+//! deleted, profiles, data blocks, whole users, relayouts) is SIGKILLed at random moments;
+//! after each restart the store is verified and every write it acknowledged must be there.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -63,7 +64,12 @@ struct CrashBench {
     commit: Option<String>,
     machine: Machine,
     kills: usize,
+    writes: &'static str,
     acknowledged_writes: u64,
+    acknowledged_by_kind: std::collections::BTreeMap<String, u64>,
+    /// Friendships, profiles and data blocks whose last acknowledged state was checked at
+    /// the end (each restart also checks the writes of its round).
+    items_checked_at_end: u64,
     relayouts_completed: u64,
     verify_failures: usize,
     lost_writes: usize,
@@ -152,6 +158,7 @@ pub(super) fn run(args: CrashArgs) -> Result<()> {
     let check = check_crash_log(&store, &log)?;
     lost += check.lost.len();
     let (relayouts, acknowledged) = (check.relayouts, check.acknowledged);
+    let (by_kind, items) = (check.acknowledged_by_kind, check.items_checked);
     drop(store);
     let report = CrashBench {
         benchmark: "store-crash",
@@ -159,7 +166,11 @@ pub(super) fn run(args: CrashArgs) -> Result<()> {
         commit: git_commit(),
         machine: Machine::describe(),
         kills: args.kills,
+        writes: "4 threads: friendship adds and deletes, profile and data replacements, user \
+                 puts (new and replaced); a random relayout every 300 writes of thread 0",
         acknowledged_writes: acknowledged,
+        acknowledged_by_kind: by_kind,
+        items_checked_at_end: items,
         relayouts_completed: relayouts,
         verify_failures,
         lost_writes: lost,
