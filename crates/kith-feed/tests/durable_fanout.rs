@@ -94,3 +94,28 @@ fn a_cache_failure_after_the_commit_is_a_warning_not_an_error() {
     assert_eq!(feed_contents(&rt, &feed, 1), ["stored"]);
     rt.block_on(feed.shutdown()).unwrap();
 }
+
+/// Fan-out that Redis refuses (here, scripts denied) is kept and retried with backoff, and
+/// holds the watermark back meanwhile; once Redis takes it, the timeline has the post.
+#[test]
+fn failed_fan_out_is_retried_until_redis_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 4);
+    let redis = PrivateRedis::start();
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config(&redis, &prefix("retry"), Strategy::Push));
+    rt.block_on(feed.follow(1, vec![0])).unwrap();
+    assert!(feed_contents(&rt, &feed, 1).is_empty());
+    redis.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
+    rt.block_on(feed.post(0, "retried".into())).unwrap();
+    rt.block_on(feed.drain());
+    assert_eq!(feed.fanout_unfinished(), 1, "the failed fan-out is kept, not dropped");
+    redis.command(&["ACL", "SETUSER", "default", "+evalsha", "+eval"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while feed.fanout_unfinished() > 0 {
+        assert!(std::time::Instant::now() < deadline, "the fan-out was not retried");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(feed_contents(&rt, &feed, 1), ["retried"]);
+    rt.block_on(feed.shutdown()).unwrap();
+}

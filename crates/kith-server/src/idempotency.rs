@@ -8,7 +8,7 @@ use crate::error::{ApiError, ApiResult};
 /// The request header naming a write's idempotency key (1 to 255 visible ASCII bytes): a
 /// retry with the same key and request gets the first answer and changes nothing; the key
 /// with a different request is 422 `idempotency_key_reused`. Keys are remembered for 24
-/// hours (`--idempotency-ttl`) across restarts and crashes.
+/// hours by default (`FeedConfig::idempotency_ttl`), across restarts and crashes.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// The answer header, `true` when the answer is a retry's, from the first result.
 pub const REPLAYED: &str = "idempotent-replayed";

@@ -7,12 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
-use tokio::sync::{Semaphore, mpsc};
-
 use super::{FanJob, Feed};
-use crate::config::Strategy;
 use crate::error::Result;
 use crate::journal::{lock, remove_segments};
 use crate::post::Post;
@@ -128,10 +126,9 @@ impl Feed {
         self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Stores the watermark, under every strategy: pull feeds open no fan-out, so theirs
+    /// follows the newest post, and a later switch to push does not redo their history.
     async fn persist_watermark(&self) -> Result<()> {
-        if self.config.strategy == Strategy::Pull {
-            return Ok(());
-        }
         let (engine, marks) = (self.engine.clone(), self.marks.clone());
         blocking(move || marks.persist(engine.as_ref())).await
     }

@@ -102,6 +102,7 @@ impl Feed {
         let t: Vec<u8> = targets.iter().flat_map(|t| t.to_le_bytes()).collect();
         let fp = fingerprint(&[b"follow", &uid.to_le_bytes(), &t]);
         if self.recorded(&key, fp).await?.is_some() {
+            self.backfill(uid, &targets).await?;
             return Ok(Applied { value: (), replayed: true });
         }
         let record = self.record(key, fp, Vec::new());
