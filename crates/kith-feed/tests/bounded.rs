@@ -47,3 +47,43 @@ fn fan_out_in_batches_reaches_every_follower() {
         rt.block_on(feed.shutdown()).unwrap();
     }
 }
+
+/// Not a check but a measurement (`--ignored --nocapture`): posting with push fan-out over
+/// the in-process backend, then the redo at open of every post above a watermark set back
+/// to 0 (what a crash with that many unfinished fan-outs would leave).
+#[test]
+#[ignore]
+fn measure_posting_and_redo() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 64);
+    let config = FeedConfig { strategy: Strategy::Push, ..Default::default() };
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config.clone());
+    for f in 1..64 {
+        rt.block_on(feed.follow(f, vec![0])).unwrap();
+    }
+    let n = 2000;
+    let t = std::time::Instant::now();
+    for i in 0..n {
+        rt.block_on(feed.post(0, format!("post {i}"))).unwrap();
+    }
+    rt.block_on(feed.drain());
+    let post_s = t.elapsed().as_secs_f64();
+    rt.block_on(feed.shutdown()).unwrap();
+    drop(feed);
+    drop(rt);
+    let engine = kith_store::Store::open(&store, &kith_store::OpenOptions::default()).unwrap();
+    kith_store::Engine::set_fanout_watermark(&engine, 0, true).unwrap();
+    drop(engine);
+    let rt = runtime();
+    let t = std::time::Instant::now();
+    let feed = open_feed(&rt, &store, config);
+    rt.block_on(feed.drain());
+    let redo_s = t.elapsed().as_secs_f64();
+    println!(
+        "{{\"posts\": {n}, \"followers\": 63, \"post_per_s\": {:.0}, \"redo_open_s\": {redo_s:.3}, \"redo_posts_per_s\": {:.0}}}",
+        n as f64 / post_s,
+        n as f64 / redo_s
+    );
+    rt.block_on(feed.shutdown()).unwrap();
+}
