@@ -62,7 +62,7 @@ fn measure_posting_and_redo() {
     for f in 1..64 {
         rt.block_on(feed.follow(f, vec![0])).unwrap();
     }
-    let n = 2000;
+    let n: u32 = 2000;
     let t = std::time::Instant::now();
     for i in 0..n {
         rt.block_on(feed.post(0, format!("post {i}"))).unwrap();
@@ -82,8 +82,8 @@ fn measure_posting_and_redo() {
     let redo_s = t.elapsed().as_secs_f64();
     println!(
         "{{\"posts\": {n}, \"followers\": 63, \"post_per_s\": {:.0}, \"redo_open_s\": {redo_s:.3}, \"redo_posts_per_s\": {:.0}}}",
-        n as f64 / post_s,
-        n as f64 / redo_s
+        f64::from(n) / post_s,
+        f64::from(n) / redo_s
     );
     rt.block_on(feed.shutdown()).unwrap();
 }
