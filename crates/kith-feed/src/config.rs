@@ -74,6 +74,17 @@ pub struct FeedConfig {
     pub fanout_concurrency: usize,
     /// How often write-back moves journaled posts into the feed database.
     pub flush_interval: Duration,
+    /// Followers loaded and delivered to at once by a fan-out job: its memory is bounded by
+    /// one batch however many followers an author has. Default 1,024.
+    pub fanout_batch: usize,
+    /// The most followees one feed read merges. A reader who follows more gets
+    /// `Error::TooExpensive` rather than a partial feed, which would silently leave out
+    /// some followees' posts. Default 2,000 (a social network's usual follow cap is 5,000,
+    /// and few users come near it).
+    pub max_followees_per_read: usize,
+    /// How long an idempotency key is remembered: a retry later than this is applied as a
+    /// new request. Default 24 hours.
+    pub idempotency_ttl: Duration,
 }
 
 impl Default for FeedConfig {
@@ -89,6 +100,9 @@ impl Default for FeedConfig {
             friends_ttl: Duration::from_secs(60),
             fanout_concurrency: 16,
             flush_interval: Duration::from_millis(20),
+            fanout_batch: 1024,
+            max_followees_per_read: 2000,
+            idempotency_ttl: Duration::from_secs(24 * 3600),
         }
     }
 }

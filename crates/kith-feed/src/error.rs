@@ -21,6 +21,23 @@ pub enum Error {
         /// The largest accepted.
         limit: u64,
     },
+    /// A per-request budget was exceeded: the request would cost more than one request may.
+    #[error("{what} exceeds the budget of {limit} for one request")]
+    TooExpensive {
+        /// What was counted.
+        what: &'static str,
+        /// The budget.
+        limit: u64,
+    },
+    /// An idempotency key already used for a different request.
+    #[error("idempotency key {key:?} was already used for a different request")]
+    IdempotencyKeyReused {
+        /// The key.
+        key: String,
+    },
+    /// A client-supplied post id that another post, with other content, already has.
+    #[error("post id {0} is taken by another post")]
+    PostIdTaken(u64),
     /// A request that cannot be carried out as asked.
     #[error("{0}")]
     Invalid(String),

@@ -1,7 +1,8 @@
 //! The feed service: the [`Feed`] type, opening it over an engine, and what every part of
 //! it shares. Posting and reading are in `feed/posts.rs`, follows in `feed/follows.rs`,
-//! friend-list writes and reads in `feed/friends.rs`, the fan-out queue, write-back flushing
-//! and shutdown in `feed/background.rs`.
+//! friend-list writes and reads in `feed/friends.rs`, the fan-out queue, its watermark's
+//! keeper, write-back flushing and shutdown in `feed/background.rs` (the watermark itself in
+//! `feed/marks.rs`), idempotency keys in `feed/idempotent.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,11 +20,17 @@ use crate::journal::{Journal, SharedPending, lock, remove_segments};
 use crate::metrics::Metrics;
 use crate::post::IdGen;
 use crate::task::blocking;
+use marks::Marks;
 
 mod background;
 mod follows;
 mod friends;
+mod idempotent;
+mod marks;
 mod posts;
+
+pub use idempotent::Applied;
+pub use posts::{PostRequest, Posted};
 
 /// The most posts one feed page holds.
 pub const MAX_FEED_PAGE: usize = 1000;
@@ -76,6 +83,7 @@ impl HitRate {
     }
 }
 
+#[derive(Clone, Copy, Debug)]
 enum FanJob {
     /// A new post: add it to every follower's timeline.
     Post { author: u64, id: u64 },
@@ -91,7 +99,7 @@ pub struct Feed {
     config: FeedConfig,
     pending: SharedPending,
     journal: Option<Journal>,
-    ids: IdGen,
+    ids: Arc<IdGen>,
     fanout: mpsc::Sender<FanJob>,
     depth: Arc<AtomicI64>,
     idle: Arc<Notify>,
@@ -100,6 +108,13 @@ pub struct Feed {
     to_delete: AsyncMutex<Vec<PathBuf>>,
     /// Versions of friend-list cache stripes, bumped on every change.
     friend_stripes: Box<[AsyncMutex<u64>]>,
+    /// Post ids whose fan-out has not finished, and the durable watermark below them.
+    marks: Arc<Marks>,
+    /// Fan-out jobs that failed, retried with backoff by the keeper task.
+    failed: std::sync::Mutex<Vec<FanJob>>,
+    /// Idempotency-key stripes: a key's lookup and write happen under its stripe, so two
+    /// concurrent requests with one key are applied once.
+    key_stripes: Box<[AsyncMutex<()>]>,
     metrics: Metrics,
 }
 
@@ -114,12 +129,20 @@ impl std::fmt::Debug for Feed {
 
 /// Friend-list cache stripes: a change bumps its users' stripes, see `feed/friends.rs`.
 const FRIEND_STRIPES: usize = 256;
+/// Idempotency-key stripes.
+const KEY_STRIPES: usize = 64;
+/// Posts read per batch when redoing fan-out at open.
+const REDO_BATCH: usize = 1024;
 
 impl Feed {
     /// Opens the feed over `engine`, with its write-back journal in `journal_dir`: replays
     /// any journal a previous run left into the engine, connects the backend and starts the
     /// background tasks. The engine's follows and posts are first reached here (the RocksDB
     /// store opens its feed database, `<store>/feed`, on this first call).
+    ///
+    /// With push or hybrid feeds it then redoes the fan-out of every stored post above the
+    /// fan-out watermark (those whose delivery a crash may have cut short), in the
+    /// background; [`Feed::drain`] waits for it.
     pub async fn open(
         engine: Arc<dyn Engine>,
         journal_dir: PathBuf,
@@ -151,6 +174,22 @@ impl Feed {
             journal.close();
             None
         };
+        // A store without a watermark has never fanned out under one (new, or from before
+        // watermarks): everything in it counts as delivered, and the watermark is stored
+        // before any new post can be acknowledged above it.
+        let e = engine.clone();
+        let (watermark, highest) = blocking(move || -> kith_store::Result<(u64, u64)> {
+            let stored_last = e.last_post_id()?;
+            let w = match e.fanout_watermark()? {
+                Some(w) => w,
+                None => {
+                    e.set_fanout_watermark(stored_last, true)?;
+                    stored_last
+                }
+            };
+            Ok((w, stored_last))
+        })
+        .await?;
         let (tx, rx) = mpsc::channel(1 << 16);
         let feed = Arc::new(Feed {
             engine,
@@ -158,7 +197,7 @@ impl Feed {
             backend,
             pending,
             journal,
-            ids: IdGen::new(last),
+            ids: Arc::new(IdGen::new(last)),
             fanout: tx,
             depth: Arc::new(AtomicI64::new(0)),
             idle: Arc::new(Notify::new()),
@@ -166,16 +205,60 @@ impl Feed {
             tasks: std::sync::Mutex::new(Vec::new()),
             to_delete: AsyncMutex::new(Vec::new()),
             friend_stripes: (0..FRIEND_STRIPES).map(|_| AsyncMutex::new(0)).collect(),
+            marks: Arc::new(Marks::new(watermark, highest.max(last))),
+            failed: std::sync::Mutex::new(Vec::new()),
+            key_stripes: (0..KEY_STRIPES).map(|_| AsyncMutex::new(())).collect(),
             metrics,
             config,
         });
         let dispatcher = tokio::spawn(Feed::dispatch(feed.clone(), rx));
-        let mut tasks = vec![dispatcher];
+        let mut tasks = vec![dispatcher, tokio::spawn(Feed::keeper(feed.clone()))];
         if feed.journal.is_some() {
             tasks.push(tokio::spawn(Feed::flusher(feed.clone())));
         }
         *feed.tasks.lock().expect("fresh mutex") = tasks;
+        feed.redo_fanout(watermark).await?;
         Ok(feed)
+    }
+
+    /// Queues the fan-out of every post above `watermark`: the stored ones, then any only in
+    /// the write-back pending set (replayed from the journal but not yet stored).
+    async fn redo_fanout(&self, watermark: u64) -> Result<()> {
+        if self.config.strategy == Strategy::Pull {
+            return Ok(());
+        }
+        let mut after = watermark;
+        let mut redone = std::collections::HashSet::new();
+        loop {
+            let e = self.engine.clone();
+            let posts = blocking(move || e.posts_after(after, REDO_BATCH)).await?;
+            for p in &posts {
+                self.redo_one(p.author, p.id).await?;
+                redone.insert(p.id);
+            }
+            match posts.last() {
+                Some(p) if posts.len() == REDO_BATCH => after = p.id,
+                _ => break,
+            }
+        }
+        let pending: Vec<(u64, u64)> = lock(&self.pending)
+            .posts
+            .values()
+            .filter(|p| p.id > watermark && !redone.contains(&p.id))
+            .map(|p| (p.author, p.id))
+            .collect();
+        for (author, id) in pending {
+            self.redo_one(author, id).await?;
+        }
+        Ok(())
+    }
+
+    async fn redo_one(&self, author: u64, id: u64) -> Result<()> {
+        let (engine, feed_ids) = (self.engine.clone(), &self.ids);
+        // Above the stored watermark, so opening it writes nothing.
+        self.marks.claim(id, feed_ids, engine.as_ref(), false)?;
+        self.enqueue(FanJob::Post { author, id }).await;
+        Ok(())
     }
 
     /// The settings.
@@ -202,6 +285,12 @@ impl Feed {
     /// Fan-out jobs queued or running.
     pub fn fanout_depth(&self) -> i64 {
         self.depth.load(Ordering::SeqCst)
+    }
+
+    /// Posts whose fan-out has not finished (queued, running, or failed and waiting for a
+    /// retry): they hold the fan-out watermark back.
+    pub fn fanout_unfinished(&self) -> usize {
+        self.marks.open_count()
     }
 
     /// Write-back journal appends and `fdatasync` calls so far.

@@ -30,6 +30,6 @@ mod task;
 
 pub use config::{CacheMode, FeedConfig, Strategy};
 pub use error::{Error, Result};
-pub use feed::{Consistency, Feed, MAX_FEED_PAGE};
+pub use feed::{Applied, Consistency, Feed, MAX_FEED_PAGE, PostRequest, Posted};
 pub use post::{decode_cursor, encode_cursor};
 pub use task::blocking;

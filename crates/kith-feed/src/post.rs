@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 
 /// The largest post content in bytes.
 pub const MAX_CONTENT_BYTES: usize = 64 << 10;
+/// Post ids and times are below this (2^53), so they are exact as JSON numbers and as Redis
+/// sorted-set scores.
+pub const POST_ID_LIMIT: u64 = 1 << 53;
 /// Ids count milliseconds from 2025-01-01T00:00:00Z.
 const EPOCH_MS: u64 = 1_735_689_600_000;
 /// Low bits of an id that order posts within one millisecond.
@@ -31,6 +34,19 @@ pub fn check_content(content: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks a client-supplied post id and time: both within 1 to 2^53 - 1.
+pub fn check_client_id(id: u64, ts_ms: u64) -> Result<()> {
+    for (what, v) in [("post id", id), ("post ts_ms", ts_ms)] {
+        if v == 0 || v >= POST_ID_LIMIT {
+            return Err(Error::Invalid(format!(
+                "{what} {v} is outside the id space 1 to {}",
+                POST_ID_LIMIT - 1
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Now, in milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -47,6 +63,12 @@ impl IdGen {
     /// Starts above `last`, the largest id already used.
     pub fn new(last: u64) -> IdGen {
         IdGen { last: AtomicU64::new(last) }
+    }
+
+    /// Makes every later id larger than `id` (an id handed out elsewhere, such as a
+    /// client's).
+    pub fn observe(&self, id: u64) {
+        self.last.fetch_max(id, Ordering::AcqRel);
     }
 
     /// The next id.
@@ -92,6 +114,12 @@ mod tests {
         }
         let ahead = IdGen::new(u64::from(u32::MAX) << 20);
         assert_eq!(ahead.next(), (u64::from(u32::MAX) << 20) + 1);
+        ahead.observe(u64::from(u32::MAX) << 21);
+        assert_eq!(ahead.next(), (u64::from(u32::MAX) << 21) + 1);
+        assert!(check_client_id(1, 1).is_ok());
+        assert!(check_client_id(0, 1).is_err());
+        assert!(check_client_id(1, POST_ID_LIMIT).is_err());
+        assert!(check_client_id(POST_ID_LIMIT - 1, 5).is_ok());
     }
 
     #[test]

@@ -112,6 +112,11 @@ impl From<kith_feed::Error> for ApiError {
             E::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             E::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"),
             E::Redis(_) => (StatusCode::SERVICE_UNAVAILABLE, "cache_unavailable"),
+            E::TooExpensive { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_expensive"),
+            E::IdempotencyKeyReused { .. } => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused")
+            }
+            E::PostIdTaken(_) => (StatusCode::CONFLICT, "post_id_taken"),
             E::TaskFailed(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };

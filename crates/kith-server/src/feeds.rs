@@ -1,14 +1,15 @@
 //! Twibo's API: follows, posts and feeds.
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use kith_feed::MAX_FEED_PAGE;
+use axum::http::{HeaderMap, StatusCode};
+use kith_feed::{MAX_FEED_PAGE, PostRequest};
 use kith_store::{MAX_FOLLOW_TARGETS, Post};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{Json, Path, Query};
+use crate::idempotency::{idempotency_key, replayed_headers};
 use crate::state::AppState;
 use crate::users::page_limit;
 
@@ -65,6 +66,13 @@ pub struct NewPost {
     pub author: u64,
     /// The text (1 byte to 64 KiB).
     pub content: String,
+    /// A client-chosen id (1 to 2^53 - 1; Twibo's option): posting the same author and
+    /// content under it again answers with the stored post; an id another post has is 409
+    /// `post_id_taken`.
+    pub id: Option<u64>,
+    /// The client's time for its `id`, milliseconds since the Unix epoch (now if absent;
+    /// only with `id`).
+    pub ts_ms: Option<u64>,
 }
 
 /// A post.
@@ -78,11 +86,21 @@ pub struct PostJson {
     pub ts_ms: u64,
     /// The text.
     pub content: String,
+    /// What failed after the post was stored, without undoing it (a cache that could not
+    /// be updated, for instance); absent when nothing did. The post stands: do not retry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl From<&Post> for PostJson {
     fn from(p: &Post) -> Self {
-        PostJson { id: p.id, author: p.author, ts_ms: p.ts_ms, content: p.content.clone() }
+        PostJson {
+            id: p.id,
+            author: p.author,
+            ts_ms: p.ts_ms,
+            content: p.content.clone(),
+            warnings: Vec::new(),
+        }
     }
 }
 
@@ -110,15 +128,18 @@ pub struct FeedJson {
 
 /// Follows users.
 #[utoipa::path(post, path = "/users/{uid}/follow", tag = "feeds",
-    params(("uid" = u64, Path, description = "The follower")), request_body = FollowBody,
+    params(("uid" = u64, Path, description = "The follower"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and body gets the first answer (header Idempotent-Replayed: true) and follows nothing again")),
+    request_body = FollowBody,
     responses((status = 200, body = FollowJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "Already following", body = ErrorBody),
-        (status = 422, description = "Self-follow", body = ErrorBody)))]
+        (status = 422, description = "Self-follow, or an idempotency key reused for another request", body = ErrorBody)))]
 pub async fn follow(
     State(s): State<AppState>,
     Path(uid): Path<u64>,
+    headers: HeaderMap,
     Json(body): Json<FollowBody>,
-) -> ApiResult<axum::Json<FollowJson>> {
+) -> ApiResult<(HeaderMap, axum::Json<FollowJson>)> {
     if body.targets.is_empty() || body.targets.len() > MAX_FOLLOW_TARGETS {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -129,22 +150,29 @@ pub async fn follow(
             ),
         ));
     }
-    s.feed.follow(uid, body.targets.clone()).await?;
+    let key = idempotency_key(&headers)?;
+    let applied = s.feed.follow_keyed(uid, body.targets.clone(), key).await?;
     let followees = s.feed.follows(uid, 0, 0).await?.degree.followees;
-    Ok(axum::Json(FollowJson { uid, targets: body.targets, followees }))
+    let json = FollowJson { uid, targets: body.targets, followees };
+    Ok((replayed_headers(applied.replayed), axum::Json(json)))
 }
 
 /// Stops following a user.
 #[utoipa::path(delete, path = "/users/{uid}/follow/{target}", tag = "feeds",
-    params(("uid" = u64, Path, description = "The follower"), ("target" = u64, Path, description = "The followee")),
-    responses((status = 200, body = FollowJson), (status = 404, body = ErrorBody)))]
+    params(("uid" = u64, Path, description = "The follower"), ("target" = u64, Path, description = "The followee"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key gets the first answer (header Idempotent-Replayed: true) instead of 404 not_following")),
+    responses((status = 200, body = FollowJson), (status = 404, body = ErrorBody),
+        (status = 422, description = "An idempotency key reused for another request", body = ErrorBody)))]
 pub async fn unfollow(
     State(s): State<AppState>,
     Path((uid, target)): Path<(u64, u64)>,
-) -> ApiResult<axum::Json<FollowJson>> {
-    s.feed.unfollow(uid, target).await?;
+    headers: HeaderMap,
+) -> ApiResult<(HeaderMap, axum::Json<FollowJson>)> {
+    let key = idempotency_key(&headers)?;
+    let applied = s.feed.unfollow_keyed(uid, target, key).await?;
     let followees = s.feed.follows(uid, 0, 0).await?.degree.followees;
-    Ok(axum::Json(FollowJson { uid, targets: vec![target], followees }))
+    let json = FollowJson { uid, targets: vec![target], followees };
+    Ok((replayed_headers(applied.replayed), axum::Json(json)))
 }
 
 /// Followees and followers.
@@ -168,16 +196,31 @@ pub async fn follows(
     }))
 }
 
-/// Publishes a post; acknowledged once durable.
+/// Publishes a post; acknowledged once durable. Once it is, a cache failure no longer fails
+/// the request: the answer is 201 with `warnings`, and followers' timelines get the post
+/// through the fan-out, which retries and is redone after a crash.
 #[utoipa::path(post, path = "/posts", tag = "feeds", request_body = NewPost,
+    params(("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and body gets the first answer (header Idempotent-Replayed: true) and stores nothing, also after a restart or crash")),
     responses((status = 201, body = PostJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 409, description = "The client's id is another post's", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 422, description = "Invalid, or an idempotency key reused for another request", body = ErrorBody)))]
 pub async fn create_post(
     State(s): State<AppState>,
+    headers: HeaderMap,
     Json(body): Json<NewPost>,
-) -> ApiResult<(StatusCode, axum::Json<PostJson>)> {
-    let post = s.feed.post(body.author, body.content).await?;
-    Ok((StatusCode::CREATED, axum::Json(post.as_ref().into())))
+) -> ApiResult<(StatusCode, HeaderMap, axum::Json<PostJson>)> {
+    let req = PostRequest {
+        author: body.author,
+        content: body.content,
+        id: body.id,
+        ts_ms: body.ts_ms,
+        idempotency_key: idempotency_key(&headers)?,
+    };
+    let posted = s.feed.post_with(req).await?;
+    let mut json: PostJson = posted.post.as_ref().into();
+    json.warnings = posted.warnings;
+    Ok((StatusCode::CREATED, replayed_headers(posted.replayed), axum::Json(json)))
 }
 
 /// One post.
@@ -194,7 +237,8 @@ pub async fn get_post(
 /// The user's feed, newest first.
 #[utoipa::path(get, path = "/users/{uid}/feed", tag = "feeds",
     params(("uid" = u64, Path, description = "The reader"), FeedQuery),
-    responses((status = 200, body = FeedJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = FeedJson), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, description = "too_expensive: the reader follows more users than one read merges (2,000 by default)", body = ErrorBody)))]
 pub async fn feed(
     State(s): State<AppState>,
     Path(uid): Path<u64>,

@@ -15,6 +15,7 @@
 mod error;
 mod extract;
 mod feeds;
+mod idempotency;
 mod metrics;
 mod state;
 mod users;

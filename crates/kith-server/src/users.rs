@@ -357,26 +357,34 @@ pub async fn get_friends(
 
 /// Adds the friendship (both sides, atomically; idempotent).
 #[utoipa::path(post, path = "/users/{uid}/friends/{fid}", tag = "users",
-    params(("uid" = u64, Path, description = "User id"), ("fid" = u64, Path, description = "Friend id")),
+    params(("uid" = u64, Path, description = "User id"), ("fid" = u64, Path, description = "Friend id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key gets the first answer (header Idempotent-Replayed: true) and changes nothing")),
     responses((status = 200, body = FriendshipJson), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn add_friend(
     State(s): State<AppState>,
     Path((uid, fid)): Path<(u64, u64)>,
-) -> ApiResult<axum::Json<FriendshipJson>> {
-    let changed = s.feed.add_friend(uid, fid).await?;
-    Ok(axum::Json(FriendshipJson { uid, fid, changed }))
+    headers: axum::http::HeaderMap,
+) -> ApiResult<(axum::http::HeaderMap, axum::Json<FriendshipJson>)> {
+    let key = crate::idempotency::idempotency_key(&headers)?;
+    let applied = s.feed.friend_keyed(uid, fid, true, key).await?;
+    let json = FriendshipJson { uid, fid, changed: applied.value };
+    Ok((crate::idempotency::replayed_headers(applied.replayed), axum::Json(json)))
 }
 
 /// Removes the friendship (both sides; idempotent).
 #[utoipa::path(delete, path = "/users/{uid}/friends/{fid}", tag = "users",
-    params(("uid" = u64, Path, description = "User id"), ("fid" = u64, Path, description = "Friend id")),
+    params(("uid" = u64, Path, description = "User id"), ("fid" = u64, Path, description = "Friend id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key gets the first answer (header Idempotent-Replayed: true) and changes nothing")),
     responses((status = 200, body = FriendshipJson), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn delete_friend(
     State(s): State<AppState>,
     Path((uid, fid)): Path<(u64, u64)>,
-) -> ApiResult<axum::Json<FriendshipJson>> {
-    let changed = s.feed.delete_friend(uid, fid).await?;
-    Ok(axum::Json(FriendshipJson { uid, fid, changed }))
+    headers: axum::http::HeaderMap,
+) -> ApiResult<(axum::http::HeaderMap, axum::Json<FriendshipJson>)> {
+    let key = crate::idempotency::idempotency_key(&headers)?;
+    let applied = s.feed.friend_keyed(uid, fid, false, key).await?;
+    let json = FriendshipJson { uid, fid, changed: applied.value };
+    Ok((crate::idempotency::replayed_headers(applied.replayed), axum::Json(json)))
 }
 
 /// All users, a page at a time, in layout order.

@@ -10,6 +10,7 @@ use rand::RngCore;
 
 use crate::error::Result;
 use crate::feed_db::Degree;
+use crate::feed_log::IdempotencyRecord;
 use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, friends_page};
 use crate::paths::{self, Neighborhood};
 use crate::post::Post;
@@ -141,4 +142,40 @@ pub trait Engine: Send + Sync + Debug {
 
     /// The largest post id stored (0 with none).
     fn last_post_id(&self) -> Result<u64>;
+
+    /// Up to `limit` followers of `uid` with uids `from` or above, ascending: the way to
+    /// page through a follower list of any length with memory bounded by a page.
+    fn followers_from(&self, uid: u64, from: u64, limit: usize) -> Result<Vec<u64>>;
+
+    /// Up to `limit` stored posts with ids above `after`, ascending by id.
+    fn posts_after(&self, after: u64, limit: usize) -> Result<Vec<Post>>;
+
+    /// The fan-out watermark (every post at or below it has been delivered to followers'
+    /// timelines), `None` if none was ever stored.
+    fn fanout_watermark(&self) -> Result<Option<u64>>;
+
+    /// Stores the fan-out watermark; durable on return only when `sync`.
+    fn set_fanout_watermark(&self, watermark: u64, sync: bool) -> Result<()>;
+
+    /// The idempotency record under `key`, if one is stored (expired or not: the caller
+    /// compares [`IdempotencyRecord::expires_ms`] with its clock).
+    fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>>;
+
+    /// Stores an idempotency record on its own, durably (for writes outside the follow and
+    /// post storage, whose own methods store the record atomically with the write).
+    fn put_idempotency_record(&self, record: &IdempotencyRecord) -> Result<()>;
+
+    /// [`Engine::put_posts`] with an idempotency record stored atomically with the posts.
+    fn put_posts_recorded(&self, posts: &[&Post], record: &IdempotencyRecord) -> Result<()>;
+
+    /// [`Engine::follow`] with an idempotency record stored atomically with the follows.
+    fn follow_recorded(&self, uid: u64, targets: &[u64], record: &IdempotencyRecord) -> Result<()>;
+
+    /// [`Engine::unfollow`] with an idempotency record stored atomically with the change.
+    fn unfollow_recorded(
+        &self,
+        uid: u64,
+        target: u64,
+        record: &IdempotencyRecord,
+    ) -> Result<(u64, u64)>;
 }

@@ -6,6 +6,8 @@
 //! - `R target uid` — the same edge from the other side (followers of target)
 //! - `P id` — a post
 //! - `A author id` — the author's posts, oldest first (scanned backwards for "newest")
+//! - `W`, `I key`, `E expiry key` — the fan-out watermark and idempotency records, see
+//!   `feed_log.rs`
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,6 +16,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use rocksdb::{DB, Direction, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::error::{Error, Result};
+use crate::feed_log::{self, IdempotencyRecord, add_record};
 use crate::post::Post;
 use crate::sync::lock;
 
@@ -86,7 +89,7 @@ impl FeedDb {
         Ok(FeedDb { db, degrees: RwLock::new(degrees), follow_lock: Mutex::new(()) })
     }
 
-    fn write(&self, batch: WriteBatch) -> Result<()> {
+    pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {
         let mut w = WriteOptions::default();
         w.set_sync(true);
         Ok(self.db.write_opt(batch, &w)?)
@@ -104,8 +107,14 @@ impl FeedDb {
     }
 
     /// Makes `uid` follow every target, atomically: if any is already followed (or named
-    /// twice) nothing changes. Existence of the users is the caller's to check.
-    pub(crate) fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
+    /// twice) nothing changes. Existence of the users is the caller's to check. The
+    /// idempotency record, if any, is stored in the same batch.
+    pub(crate) fn follow(
+        &self,
+        uid: u64,
+        targets: &[u64],
+        record: Option<&IdempotencyRecord>,
+    ) -> Result<()> {
         if targets.is_empty() {
             return Err(Error::Invalid("no targets to follow".into()));
         }
@@ -129,6 +138,9 @@ impl FeedDb {
             batch.put(key2(FOLLOWS, uid, t), []);
             batch.put(key2(FOLLOWERS, t, uid), []);
         }
+        if let Some(r) = record {
+            add_record(&self.db, &mut batch, r)?;
+        }
         self.write(batch)?;
         let mut d = self.degrees.write().unwrap_or_else(PoisonError::into_inner);
         d.entry(uid).or_default().followees += targets.len() as u64;
@@ -138,8 +150,14 @@ impl FeedDb {
         Ok(())
     }
 
-    /// Removes the follow; returns the target's follower count before and after.
-    pub(crate) fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)> {
+    /// Removes the follow; returns the target's follower count before and after. The
+    /// idempotency record, if any, is stored in the same batch.
+    pub(crate) fn unfollow(
+        &self,
+        uid: u64,
+        target: u64,
+        record: Option<&IdempotencyRecord>,
+    ) -> Result<(u64, u64)> {
         let _g = lock(&self.follow_lock);
         if !self.follows(uid, target)? {
             return Err(Error::NotFollowing { uid, target });
@@ -147,6 +165,9 @@ impl FeedDb {
         let mut batch = WriteBatch::default();
         batch.delete(key2(FOLLOWS, uid, target));
         batch.delete(key2(FOLLOWERS, target, uid));
+        if let Some(r) = record {
+            add_record(&self.db, &mut batch, r)?;
+        }
         self.write(batch)?;
         let mut d = self.degrees.write().unwrap_or_else(PoisonError::into_inner);
         d.entry(uid).or_default().followees -= 1;
@@ -156,12 +177,24 @@ impl FeedDb {
     }
 
     fn scan(&self, tag: u8, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+        self.scan_from(tag, uid, 0, offset, limit)
+    }
+
+    /// A page of `tag`'s second ids under `uid`, from `from` on, after skipping `offset`.
+    fn scan_from(
+        &self,
+        tag: u8,
+        uid: u64,
+        from: u64,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<u64>> {
         let mut read = ReadOptions::default();
         read.set_iterate_upper_bound(key1(tag, uid.wrapping_add(1)).to_vec());
         if uid == u64::MAX {
             read.set_iterate_upper_bound(vec![tag + 1]);
         }
-        let start = key1(tag, uid);
+        let start = key2(tag, uid, from);
         let it = self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), read);
         let mut out = Vec::new();
         for item in it.skip(offset).take(limit) {
@@ -181,12 +214,26 @@ impl FeedDb {
         self.scan(FOLLOWERS, uid, offset, limit)
     }
 
-    /// Stores posts (and their author index entries) in one synced batch. Idempotent.
-    pub(crate) fn put_posts(&self, posts: &[&Post]) -> Result<()> {
+    /// Up to `limit` followers of `uid` with uids `from` or above, ascending: a seek, so
+    /// paging through a large follower list costs one page per call.
+    pub(crate) fn followers_from(&self, uid: u64, from: u64, limit: usize) -> Result<Vec<u64>> {
+        self.scan_from(FOLLOWERS, uid, from, 0, limit)
+    }
+
+    /// Stores posts (and their author index entries) in one synced batch, with the
+    /// idempotency record if any. Idempotent.
+    pub(crate) fn put_posts(
+        &self,
+        posts: &[&Post],
+        record: Option<&IdempotencyRecord>,
+    ) -> Result<()> {
         let mut batch = WriteBatch::default();
         for p in posts {
             batch.put(key1(POST, p.id), p.encode());
             batch.put(key2(AUTHOR, p.author, p.id), []);
+        }
+        if let Some(r) = record {
+            add_record(&self.db, &mut batch, r)?;
         }
         self.write(batch)
     }
@@ -224,6 +271,47 @@ impl FeedDb {
         Ok(out)
     }
 
+    /// Up to `limit` posts with ids above `after`, ascending.
+    pub(crate) fn posts_after(&self, after: u64, limit: usize) -> Result<Vec<Post>> {
+        let mut out = Vec::new();
+        if after == u64::MAX {
+            return Ok(out);
+        }
+        let mut read = ReadOptions::default();
+        read.set_iterate_upper_bound(vec![POST + 1]);
+        let start = key1(POST, after + 1);
+        let it = self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), read);
+        for item in it.take(limit) {
+            let (k, v) = item?;
+            let id = u64::from_be_bytes(k[1..9].try_into().expect("9-byte key"));
+            out.push(Post::decode(&v, || format!("post {id}"))?);
+        }
+        Ok(out)
+    }
+
+    /// The fan-out watermark, `None` if none was ever stored.
+    pub(crate) fn fanout_watermark(&self) -> Result<Option<u64>> {
+        feed_log::fanout_watermark(&self.db)
+    }
+
+    /// Stores the fan-out watermark; synced only when `sync` (lowering it must be durable
+    /// before the posts it uncovers are acknowledged; a lost raise only repeats work).
+    pub(crate) fn set_fanout_watermark(&self, watermark: u64, sync: bool) -> Result<()> {
+        feed_log::set_fanout_watermark(&self.db, watermark, sync)
+    }
+
+    /// The idempotency record under `key`, expired or not.
+    pub(crate) fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
+        feed_log::idempotency_record(&self.db, key)
+    }
+
+    /// Stores an idempotency record on its own (for writes kept outside this database).
+    pub(crate) fn put_idempotency_record(&self, record: &IdempotencyRecord) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        add_record(&self.db, &mut batch, record)?;
+        self.write(batch)
+    }
+
     /// The largest post id stored.
     pub(crate) fn last_post_id(&self) -> Result<u64> {
         let mut it =
@@ -245,25 +333,39 @@ mod tests {
     fn follows_and_posts() {
         let dir = tempfile::tempdir().unwrap();
         let db = FeedDb::open(dir.path()).unwrap();
-        db.follow(1, &[2, 3, u64::MAX]).unwrap();
-        assert!(matches!(db.follow(1, &[4, 2]), Err(Error::AlreadyFollowing { target: 2, .. })));
-        assert!(matches!(db.follow(1, &[4, 4]), Err(Error::AlreadyFollowing { target: 4, .. })));
-        assert!(matches!(db.follow(1, &[1]), Err(Error::SelfFollow(1))));
+        db.follow(1, &[2, 3, u64::MAX], None).unwrap();
+        assert!(matches!(
+            db.follow(1, &[4, 2], None),
+            Err(Error::AlreadyFollowing { target: 2, .. })
+        ));
+        assert!(matches!(
+            db.follow(1, &[4, 4], None),
+            Err(Error::AlreadyFollowing { target: 4, .. })
+        ));
+        assert!(matches!(db.follow(1, &[1], None), Err(Error::SelfFollow(1))));
         assert_eq!(db.followees(1, 0, 10).unwrap(), vec![2, 3, u64::MAX]);
         assert_eq!(db.followees(1, 1, 1).unwrap(), vec![3]);
         assert_eq!(db.followers(u64::MAX, 0, 10).unwrap(), vec![1]);
         assert_eq!(db.degree(1), Degree { followees: 3, followers: 0 });
-        assert_eq!(db.unfollow(1, 3).unwrap(), (1, 0));
-        assert!(matches!(db.unfollow(1, 3), Err(Error::NotFollowing { .. })));
+        assert_eq!(db.unfollow(1, 3, None).unwrap(), (1, 0));
+        assert!(matches!(db.unfollow(1, 3, None), Err(Error::NotFollowing { .. })));
         let posts: Vec<Post> = (1..=5)
             .map(|i| Post { id: i * 10, author: i % 2, ts_ms: i, content: format!("p{i}") })
             .collect();
-        db.put_posts(&posts.iter().collect::<Vec<_>>()).unwrap();
+        db.put_posts(&posts.iter().collect::<Vec<_>>(), None).unwrap();
         assert_eq!(db.author_posts(1, u64::MAX, 10).unwrap(), vec![50, 30, 10]);
         assert_eq!(db.author_posts(1, 50, 1).unwrap(), vec![30]);
         assert_eq!(db.author_posts(0, 40, 10).unwrap(), vec![20]);
         assert_eq!(db.get_posts(&[20, 21]).unwrap(), vec![Some(posts[1].clone()), None]);
         assert_eq!(db.last_post_id().unwrap(), 50);
+        let after: Vec<u64> = db.posts_after(20, 2).unwrap().iter().map(|p| p.id).collect();
+        assert_eq!(after, vec![30, 40]);
+        assert!(db.posts_after(50, 10).unwrap().is_empty());
+        db.follow(7, &[3], None).unwrap();
+        db.follow(9, &[3], None).unwrap();
+        assert_eq!(db.followers_from(3, 0, 10).unwrap(), vec![7, 9]);
+        assert_eq!(db.followers_from(3, 8, 10).unwrap(), vec![9]);
+        assert_eq!(db.followers_from(3, 0, 1).unwrap(), vec![7]);
         drop(db);
         let db = FeedDb::open(dir.path()).unwrap();
         assert_eq!(db.degree(1), Degree { followees: 2, followers: 0 });

@@ -7,6 +7,7 @@ use rand::RngCore;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::feed_db::Degree;
+use crate::feed_log::IdempotencyRecord;
 use crate::page::{FriendsPage, UsersCursor, UsersPage};
 use crate::post::Post;
 use crate::record::{Profile, User};
@@ -81,11 +82,11 @@ impl Engine for Store {
     }
 
     fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
-        self.feed_db()?.follow(uid, targets)
+        self.feed_db()?.follow(uid, targets, None)
     }
 
     fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)> {
-        self.feed_db()?.unfollow(uid, target)
+        self.feed_db()?.unfollow(uid, target, None)
     }
 
     fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
@@ -101,7 +102,7 @@ impl Engine for Store {
     }
 
     fn put_posts(&self, posts: &[&Post]) -> Result<()> {
-        self.feed_db()?.put_posts(posts)
+        self.feed_db()?.put_posts(posts, None)
     }
 
     fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Post>>> {
@@ -114,5 +115,46 @@ impl Engine for Store {
 
     fn last_post_id(&self) -> Result<u64> {
         self.feed_db()?.last_post_id()
+    }
+
+    fn followers_from(&self, uid: u64, from: u64, limit: usize) -> Result<Vec<u64>> {
+        self.feed_db()?.followers_from(uid, from, limit)
+    }
+
+    fn posts_after(&self, after: u64, limit: usize) -> Result<Vec<Post>> {
+        self.feed_db()?.posts_after(after, limit)
+    }
+
+    fn fanout_watermark(&self) -> Result<Option<u64>> {
+        self.feed_db()?.fanout_watermark()
+    }
+
+    fn set_fanout_watermark(&self, watermark: u64, sync: bool) -> Result<()> {
+        self.feed_db()?.set_fanout_watermark(watermark, sync)
+    }
+
+    fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.feed_db()?.idempotency_record(key)
+    }
+
+    fn put_idempotency_record(&self, record: &IdempotencyRecord) -> Result<()> {
+        self.feed_db()?.put_idempotency_record(record)
+    }
+
+    fn put_posts_recorded(&self, posts: &[&Post], record: &IdempotencyRecord) -> Result<()> {
+        self.feed_db()?.put_posts(posts, Some(record))
+    }
+
+    fn follow_recorded(&self, uid: u64, targets: &[u64], record: &IdempotencyRecord) -> Result<()> {
+        self.feed_db()?.follow(uid, targets, Some(record))
+    }
+
+    fn unfollow_recorded(
+        &self,
+        uid: u64,
+        target: u64,
+        record: &IdempotencyRecord,
+    ) -> Result<(u64, u64)> {
+        self.feed_db()?.unfollow(uid, target, Some(record))
     }
 }

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use kith_graph::Graph;
 use kith_layout::Layout;
 use kith_store::{
-    BuildOptions, DataSpec, Engine, Error, LayoutMeta, Neighborhood, Post, Profile, UserWrite,
-    UsersPage, build,
+    BuildOptions, DataSpec, Engine, Error, IdempotencyRecord, LayoutMeta, Neighborhood, Post,
+    Profile, UserWrite, UsersPage, build,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -168,6 +168,10 @@ fn contract(engine: &dyn Engine) {
     let distinct: BTreeSet<u64> = sample.iter().map(|(uid, _)| *uid).collect();
     assert_eq!((sample.len(), distinct.len()), (9, 9));
     assert!(sample.iter().all(|(uid, p)| r.profiles.get(uid) == Some(p)));
+    let mut users = r.friends.keys().copied();
+    let (a, b) = (users.next().unwrap(), users.next().unwrap());
+    check_records(engine, &mut r, a, b, next_post);
+    assert_eq!(engine.last_post_id().unwrap(), r.posts.keys().last().copied().unwrap_or(0));
     let unknown = next_uid + 1;
     assert!(matches!(engine.get_user(unknown), Err(Error::UnknownUser(x)) if x == unknown));
     assert!(matches!(engine.add_friend(unknown, next_uid - 1), Err(Error::UnknownUser(_))));
@@ -301,4 +305,45 @@ fn check_feed(engine: &dyn Engine, r: &Reference, uid: u64, next_post: u64, rng:
     let ids: Vec<u64> = (0..4).map(|_| rng.random_range(0..=next_post)).collect();
     let want: Vec<Option<Post>> = ids.iter().map(|id| r.posts.get(id).cloned()).collect();
     assert_eq!(engine.get_posts(&ids).unwrap(), want);
+    let from = followers.get(rng.random_range(0..=followers.len())).copied().unwrap_or(0);
+    let want: Vec<u64> = followers.iter().copied().filter(|&f| f >= from).take(limit).collect();
+    assert_eq!(engine.followers_from(uid, from, limit).unwrap(), want, "followers of {uid}");
+    let after = rng.random_range(0..=next_post);
+    let want: Vec<Post> = r.posts.range(after + 1..).map(|(_, p)| p.clone()).take(limit).collect();
+    assert_eq!(engine.posts_after(after, limit).unwrap(), want, "posts after {after}");
+}
+
+/// The fan-out watermark and idempotency records, alone and stored with the writes they
+/// record: a failed write stores no record.
+fn check_records(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64, next_post: u64) {
+    engine.set_fanout_watermark(7, false).unwrap();
+    engine.set_fanout_watermark(5, true).unwrap();
+    assert_eq!(engine.fanout_watermark().unwrap(), Some(5));
+    let record = |key: &str, result: Vec<u8>| IdempotencyRecord {
+        key: key.into(),
+        fingerprint: 99,
+        expires_ms: u64::MAX / 2,
+        result,
+    };
+    assert_eq!(engine.idempotency_record("none").unwrap(), None);
+    engine.put_idempotency_record(&record("alone", vec![1])).unwrap();
+    assert_eq!(engine.idempotency_record("alone").unwrap(), Some(record("alone", vec![1])));
+    let post = Post { id: next_post + 1, author: a, ts_ms: 1, content: "recorded".into() };
+    engine.put_posts_recorded(&[&post], &record("post", vec![2])).unwrap();
+    assert_eq!(engine.idempotency_record("post").unwrap(), Some(record("post", vec![2])));
+    assert_eq!(engine.get_posts(&[post.id]).unwrap(), vec![Some(post.clone())]);
+    r.posts.insert(post.id, post);
+    let target = if r.follows.contains(&(a, b)) { a } else { b };
+    let got = engine.follow_recorded(a, &[target], &record("follow", vec![]));
+    if target == a || r.follows.contains(&(a, target)) {
+        assert!(got.is_err());
+        assert_eq!(engine.idempotency_record("follow").unwrap(), None, "nothing applied");
+    } else {
+        got.unwrap();
+        r.follows.insert((a, target));
+        assert!(engine.idempotency_record("follow").unwrap().is_some());
+        engine.unfollow_recorded(a, target, &record("unfollow", vec![])).unwrap();
+        r.follows.remove(&(a, target));
+        assert!(engine.idempotency_record("unfollow").unwrap().is_some());
+    }
 }

@@ -1,17 +1,25 @@
 //! The feed's background work: the fan-out queue and the tasks that deliver posts to
-//! followers' timelines, and write-back flushing of journaled posts into the feed database.
+//! followers' timelines (a batch of followers at a time), the keeper that retries failed
+//! fan-out with backoff and stores the fan-out watermark, and write-back flushing of
+//! journaled posts into the feed database.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
 
 use super::{FanJob, Feed};
 use crate::error::Result;
 use crate::journal::{lock, remove_segments};
 use crate::post::Post;
 use crate::task::blocking;
+
+/// How often the keeper stores the watermark; also the first retry's backoff.
+const KEEP_TICK: Duration = Duration::from_millis(100);
+/// The longest wait between retries of failed fan-out.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 impl Feed {
     pub(super) async fn enqueue(&self, job: FanJob) {
@@ -35,25 +43,94 @@ impl Feed {
             let permit = permits.clone().acquire_owned().await.expect("never closed");
             let feed = feed.clone();
             tokio::spawn(async move {
-                if let Err(e) = feed.run_job(job).await {
-                    feed.metrics.fanout_errors.inc();
-                    eprintln!("kith feed: fan-out failed: {e}");
-                }
+                feed.run_or_keep(job).await;
                 drop(permit);
                 feed.job_done();
             });
         }
     }
 
+    /// Runs a job; a job that fails is kept for the keeper to retry, and its post stays
+    /// open, holding the watermark back, until a retry succeeds.
+    async fn run_or_keep(&self, job: FanJob) -> bool {
+        match self.run_job(job).await {
+            Ok(()) => {
+                if let FanJob::Post { id, .. } = job {
+                    self.marks.close(id);
+                }
+                true
+            }
+            Err(e) => {
+                self.metrics.fanout_errors.inc();
+                eprintln!("kith feed: fan-out failed (will retry): {e}");
+                self.failed_jobs().push(job);
+                false
+            }
+        }
+    }
+
+    /// Delivers a job's posts to its author's followers, `fanout_batch` followers at a
+    /// time (read by seeking past the last one), so memory is bounded by a batch. Whether
+    /// the author is pushed is decided here, not when posting: a post's acknowledgement
+    /// never waits for (or fails on) this decision. Redoing a job is harmless.
     async fn run_job(&self, job: FanJob) -> Result<()> {
         let (author, ids) = match job {
-            FanJob::Post { author, id } => (author, vec![id]),
+            FanJob::Post { author, id } => {
+                if !self.pushed(author)? {
+                    return Ok(());
+                }
+                (author, vec![id])
+            }
             FanJob::Author { author } => (author, self.author_recent(author).await?),
         };
-        let engine = self.engine.clone();
-        let followers = blocking(move || engine.followers(author, 0, usize::MAX)).await?;
-        self.metrics.fanout_deliveries.inc_by(followers.len() as u64);
-        self.backend.timeline_add(&followers, &ids, self.config.timeline_len).await
+        let batch = self.config.fanout_batch.max(1);
+        let mut from = 0;
+        loop {
+            let engine = self.engine.clone();
+            let followers = blocking(move || engine.followers_from(author, from, batch)).await?;
+            self.metrics.fanout_deliveries.inc_by(followers.len() as u64);
+            self.backend.timeline_add(&followers, &ids, self.config.timeline_len).await?;
+            match followers.last() {
+                Some(&last) if followers.len() == batch && last < u64::MAX => from = last + 1,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Every `KEEP_TICK`, stores the fan-out watermark if it moved; retries failed fan-out
+    /// jobs after a backoff that doubles on each failed round (up to `MAX_BACKOFF`) and
+    /// starts over once a round succeeds.
+    pub(super) async fn keeper(feed: Arc<Feed>) {
+        let mut backoff = KEEP_TICK;
+        let mut next_retry = Instant::now();
+        let mut tick = tokio::time::interval(KEEP_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if Instant::now() >= next_retry {
+                let jobs = std::mem::take(&mut *feed.failed_jobs());
+                let mut all_ok = true;
+                for job in jobs {
+                    all_ok &= feed.run_or_keep(job).await;
+                }
+                backoff = if all_ok { KEEP_TICK } else { (backoff * 2).min(MAX_BACKOFF) };
+                next_retry = Instant::now() + backoff;
+            }
+            if let Err(e) = feed.persist_watermark().await {
+                eprintln!("kith feed: storing the fan-out watermark failed (will retry): {e}");
+            }
+        }
+    }
+
+    fn failed_jobs(&self) -> std::sync::MutexGuard<'_, Vec<FanJob>> {
+        self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Stores the watermark, under every strategy: pull feeds open no fan-out, so theirs
+    /// follows the newest post, and a later switch to push does not redo their history.
+    async fn persist_watermark(&self) -> Result<()> {
+        let (engine, marks) = (self.engine.clone(), self.marks.clone());
+        blocking(move || marks.persist(engine.as_ref())).await
     }
 
     /// Waits until every queued fan-out job has run.
@@ -104,7 +181,9 @@ impl Feed {
         Ok(())
     }
 
-    /// Stops taking posts, runs the queued fan-out, flushes write-back and closes the journal.
+    /// Stops taking posts, runs the queued fan-out, flushes write-back, stores the fan-out
+    /// watermark and closes the journal. Fan-out that still fails is left above the
+    /// watermark, for the next start to redo.
     pub async fn shutdown(&self) -> Result<()> {
         self.closing.store(true, Ordering::SeqCst);
         self.drain().await;
@@ -112,6 +191,7 @@ impl Feed {
         for t in self.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
             t.abort();
         }
+        let flushed = flushed.and(self.persist_watermark().await);
         if let Some(j) = &self.journal {
             j.close();
         }

@@ -1,0 +1,176 @@
+//! Idempotency keys for the feed's writes: a retry with the same key and request is
+//! answered with the first result and applies nothing again, also across a restart or a
+//! crash; the same key with a different request is refused.
+//!
+//! The record (the request's fingerprint, its expiry and the first result) lives in the
+//! feed database. Posts (outside write-back), follows and unfollows store it in the same
+//! synced batch as the write, so a retry finds both or neither. Write-back posts store it
+//! just before their journal append, and a retry that finds a record but no post applies
+//! the post under the recorded id. Friendships live in the user store, another database:
+//! their record is stored just after the write, so a crash between the two makes the retry
+//! apply the change again, which leaves the same friendships (adding an existing friend or
+//! removing an absent one changes nothing) and answers `changed: false`. A key's lookup and
+//! write run under its stripe of a lock, so concurrent requests with one key apply once.
+//! Records are remembered for `FeedConfig::idempotency_ttl`.
+
+use kith_store::{IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
+use tokio::sync::Mutex as AsyncMutex;
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::Feed;
+use crate::error::{Error, Result};
+use crate::post::now_ms;
+use crate::task::blocking;
+
+/// The result of a write that may have been a retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Applied<T> {
+    /// The result (the first one, for a retry).
+    pub value: T,
+    /// Whether this answered a retry from its idempotency record, applying nothing.
+    pub replayed: bool,
+}
+
+/// A hash of a request's parts, each length-prefixed so that parts cannot run together.
+pub(super) fn fingerprint(parts: &[&[u8]]) -> u64 {
+    let mut bytes = Vec::new();
+    for p in parts {
+        bytes.extend_from_slice(&(p.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(p);
+    }
+    xxh3_64(&bytes)
+}
+
+/// Checks a client's key: 1 to 255 bytes of visible ASCII (as HTTP header values are).
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_BYTES {
+        return Err(Error::Invalid(format!(
+            "an idempotency key must have 1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes, got {}",
+            key.len()
+        )));
+    }
+    if !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Error::Invalid(format!(
+            "idempotency key {key:?} has a byte that is not visible ASCII"
+        )));
+    }
+    Ok(())
+}
+
+impl Feed {
+    /// The lock stripe of a key, once the key is checked.
+    pub(super) fn key_stripe(&self, key: &str) -> Result<&AsyncMutex<()>> {
+        check_key(key)?;
+        let i = xxh3_64(key.as_bytes()) as usize % self.key_stripes.len();
+        Ok(&self.key_stripes[i])
+    }
+
+    /// The first result stored under `key` for this request, if a live record exists;
+    /// `Error::IdempotencyKeyReused` if it is another request's.
+    pub(super) async fn recorded(&self, key: &str, fingerprint: u64) -> Result<Option<Vec<u8>>> {
+        let engine = self.engine.clone();
+        let k = key.to_string();
+        let Some(r) = blocking(move || engine.idempotency_record(&k)).await? else {
+            return Ok(None);
+        };
+        if r.expires_ms <= now_ms() {
+            return Ok(None);
+        }
+        if r.fingerprint != fingerprint {
+            return Err(Error::IdempotencyKeyReused { key: key.to_string() });
+        }
+        Ok(Some(r.result))
+    }
+
+    fn record(&self, key: String, fingerprint: u64, result: Vec<u8>) -> IdempotencyRecord {
+        let ttl = self.config.idempotency_ttl.as_millis() as u64;
+        IdempotencyRecord { key, fingerprint, expires_ms: now_ms().saturating_add(ttl), result }
+    }
+
+    /// [`Feed::follow`] under an optional idempotency key.
+    pub async fn follow_keyed(
+        &self,
+        uid: u64,
+        targets: Vec<u64>,
+        key: Option<String>,
+    ) -> Result<Applied<()>> {
+        let Some(key) = key else {
+            self.follow(uid, targets).await?;
+            return Ok(Applied { value: (), replayed: false });
+        };
+        let _guard = self.key_stripe(&key)?.lock().await;
+        let t: Vec<u8> = targets.iter().flat_map(|t| t.to_le_bytes()).collect();
+        let fp = fingerprint(&[b"follow", &uid.to_le_bytes(), &t]);
+        if self.recorded(&key, fp).await?.is_some() {
+            self.backfill(uid, &targets).await?;
+            return Ok(Applied { value: (), replayed: true });
+        }
+        let record = self.record(key, fp, Vec::new());
+        self.follow_recording(uid, targets, Some(record)).await?;
+        Ok(Applied { value: (), replayed: false })
+    }
+
+    /// [`Feed::unfollow`] under an optional idempotency key.
+    pub async fn unfollow_keyed(
+        &self,
+        uid: u64,
+        target: u64,
+        key: Option<String>,
+    ) -> Result<Applied<()>> {
+        let Some(key) = key else {
+            self.unfollow(uid, target).await?;
+            return Ok(Applied { value: (), replayed: false });
+        };
+        let _guard = self.key_stripe(&key)?.lock().await;
+        let fp = fingerprint(&[b"unfollow", &uid.to_le_bytes(), &target.to_le_bytes()]);
+        if self.recorded(&key, fp).await?.is_some() {
+            return Ok(Applied { value: (), replayed: true });
+        }
+        let record = self.record(key, fp, Vec::new());
+        self.unfollow_recording(uid, target, Some(record)).await?;
+        Ok(Applied { value: (), replayed: false })
+    }
+
+    /// [`Feed::add_friend`] (`add`) or [`Feed::delete_friend`] under an optional
+    /// idempotency key; the value is whether the friendship changed (the first time).
+    pub async fn friend_keyed(
+        &self,
+        u: u64,
+        v: u64,
+        add: bool,
+        key: Option<String>,
+    ) -> Result<Applied<bool>> {
+        let apply = async {
+            if add { self.add_friend(u, v).await } else { self.delete_friend(u, v).await }
+        };
+        let Some(key) = key else {
+            return Ok(Applied { value: apply.await?, replayed: false });
+        };
+        let _guard = self.key_stripe(&key)?.lock().await;
+        let op: &[u8] = if add { b"add_friend" } else { b"delete_friend" };
+        let fp = fingerprint(&[op, &u.to_le_bytes(), &v.to_le_bytes()]);
+        if let Some(first) = self.recorded(&key, fp).await? {
+            return Ok(Applied { value: first.first() == Some(&1), replayed: true });
+        }
+        let changed = apply.await?;
+        let record = self.record(key, fp, vec![u8::from(changed)]);
+        let engine = self.engine.clone();
+        blocking(move || engine.put_idempotency_record(&record)).await?;
+        Ok(Applied { value: changed, replayed: false })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_separate_parts_and_keys_are_checked() {
+        assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
+        assert_eq!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"ab", b"c"]));
+        assert!(check_key("retry-1").is_ok());
+        assert!(check_key("").is_err());
+        assert!(check_key("a b").is_err());
+        assert!(check_key(&"k".repeat(256)).is_err());
+    }
+}

@@ -1,0 +1,121 @@
+//! Durable fan-out: a post acknowledged just before a crash reaches every follower's Redis
+//! timeline after the restart, although its fan-out never ran.
+//!
+//! The crash is in process: the feed runs on a runtime of its own, and dropping that runtime
+//! cancels every task and loses every in-memory queue at once, as SIGKILL would; what
+//! survives is exactly what SIGKILL leaves (the store's synced RocksDB, and Redis, which is
+//! another process). Redis's writes are paused (`CLIENT PAUSE … WRITE`) while the post is
+//! acknowledged, so its fan-out cannot have reached the timeline before the crash.
+
+mod common;
+
+use common::{PrivateRedis, feed_contents, open_feed, prefix, runtime, small_store};
+use kith_feed::{CacheMode, FeedConfig, Strategy};
+
+fn config(redis: &PrivateRedis, prefix: &str, strategy: Strategy) -> FeedConfig {
+    FeedConfig {
+        strategy,
+        cache: CacheMode::None,
+        redis: Some(redis.url.clone()),
+        redis_prefix: prefix.into(),
+        ..Default::default()
+    }
+}
+
+fn crash_after_ack(strategy: Strategy) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 8);
+    let redis = PrivateRedis::start();
+    let prefix = prefix("crash");
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config(&redis, &prefix, strategy));
+    for follower in 1..4 {
+        rt.block_on(feed.follow(follower, vec![0])).unwrap();
+    }
+    rt.block_on(feed.post(0, "before".into())).unwrap();
+    rt.block_on(feed.drain());
+    // The followers' timelines now exist in Redis, complete down to floor 0.
+    for follower in 1..4 {
+        assert_eq!(feed_contents(&rt, &feed, follower), ["before"]);
+    }
+    redis.command(&["CLIENT", "PAUSE", "20000", "WRITE"]);
+    rt.block_on(feed.post(0, "acknowledged".into())).unwrap();
+    // Crash: every task and queue of this feed goes, nothing is flushed or drained.
+    drop(feed);
+    rt.shutdown_timeout(std::time::Duration::from_secs(10));
+    redis.command(&["CLIENT", "UNPAUSE"]);
+
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config(&redis, &prefix, strategy));
+    rt.block_on(feed.drain());
+    for follower in 1..4 {
+        assert_eq!(
+            feed_contents(&rt, &feed, follower),
+            ["acknowledged", "before"],
+            "follower {follower}'s timeline after the crash ({strategy:?})"
+        );
+    }
+    rt.block_on(feed.shutdown()).unwrap();
+}
+
+#[test]
+fn an_acknowledged_push_post_reaches_timelines_after_a_crash() {
+    crash_after_ack(Strategy::Push);
+}
+
+#[test]
+fn an_acknowledged_hybrid_post_reaches_timelines_after_a_crash() {
+    crash_after_ack(Strategy::Hybrid);
+}
+
+/// Cache-aside over Redis: a Redis failure after the post is durable (here, `DEL` refused)
+/// no longer fails the write; the answer carries a warning, and the followers' timelines
+/// still get the post.
+#[test]
+fn a_cache_failure_after_the_commit_is_a_warning_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 4);
+    let redis = PrivateRedis::start();
+    let config =
+        FeedConfig { cache: CacheMode::Aside, ..config(&redis, &prefix("aside"), Strategy::Push) };
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config);
+    rt.block_on(feed.follow(1, vec![0])).unwrap();
+    assert!(feed_contents(&rt, &feed, 1).is_empty());
+    redis.command(&["ACL", "SETUSER", "default", "-del", "-unlink"]);
+    let posted = rt.block_on(feed.post_with(kith_feed::PostRequest {
+        author: 0,
+        content: "stored".into(),
+        ..Default::default()
+    }));
+    let posted = posted.expect("a durable post is acknowledged although Redis failed after");
+    assert_eq!(posted.warnings.len(), 1, "{:?}", posted.warnings);
+    rt.block_on(feed.drain());
+    assert_eq!(feed_contents(&rt, &feed, 1), ["stored"]);
+    rt.block_on(feed.shutdown()).unwrap();
+}
+
+/// Fan-out that Redis refuses (here, scripts denied) is kept and retried with backoff, and
+/// holds the watermark back meanwhile; once Redis takes it, the timeline has the post.
+#[test]
+fn failed_fan_out_is_retried_until_redis_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 4);
+    let redis = PrivateRedis::start();
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config(&redis, &prefix("retry"), Strategy::Push));
+    rt.block_on(feed.follow(1, vec![0])).unwrap();
+    assert!(feed_contents(&rt, &feed, 1).is_empty());
+    redis.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
+    rt.block_on(feed.post(0, "retried".into())).unwrap();
+    rt.block_on(feed.drain());
+    assert_eq!(feed.fanout_unfinished(), 1, "the failed fan-out is kept, not dropped");
+    redis.command(&["ACL", "SETUSER", "default", "+evalsha", "+eval"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while feed.fanout_unfinished() > 0 {
+        assert!(std::time::Instant::now() < deadline, "the fan-out was not retried");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(feed_contents(&rt, &feed, 1), ["retried"]);
+    rt.block_on(feed.shutdown()).unwrap();
+}
