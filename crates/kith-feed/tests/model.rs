@@ -20,7 +20,7 @@ use kith_feed::{CacheMode, Feed, FeedConfig, Strategy as Assembly};
 use kith_store::{BuildOptions, DataSpec, Engine, LayoutMeta, OpenOptions, Store};
 use proptest::prelude::*;
 
-/// Users 0..USERS (the paper's example graph).
+/// Users 1..=USERS (the paper's example graph).
 const USERS: u64 = 7;
 
 #[derive(Clone, Debug)]
@@ -33,11 +33,11 @@ enum Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let user = 0..USERS;
+    let user = 1..=USERS;
     prop_oneof![
         4 => user.clone().prop_map(Op::Post),
-        3 => (user.clone(), 0..USERS).prop_map(|(u, t)| Op::Follow(u, t)),
-        1 => (user.clone(), 0..USERS).prop_map(|(u, t)| Op::Unfollow(u, t)),
+        3 => (user.clone(), 1..=USERS).prop_map(|(u, t)| Op::Follow(u, t)),
+        1 => (user.clone(), 1..=USERS).prop_map(|(u, t)| Op::Unfollow(u, t)),
         3 => (user, 1..6usize).prop_map(|(u, l)| Op::Read(u, l)),
         1 => Just(Op::Crash),
     ]
@@ -188,7 +188,11 @@ fn cases() -> u32 {
 macro_rules! model_test {
     ($name:ident, $strategy:expr, $cache:expr) => {
         proptest! {
-            #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+            #![proptest_config(ProptestConfig {
+                cases: cases(),
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            })]
             #[test]
             fn $name(ops in proptest::collection::vec(op(), 1..40)) {
                 run($strategy, $cache, &ops)?;
