@@ -13,7 +13,10 @@
 //! and synced, or, if that fails too, or the sync itself failed (after a failed `fsync` the
 //! kernel's page cache no longer says what is on disk), abandoned for a fresh segment. The
 //! next batch is refused until one of the two has worked, so a full disk refuses appends
-//! with the disk's error and takes them again once space returns, without a restart.
+//! with the disk's error and takes them again once space returns, without a restart. (A
+//! refused post can still reappear at replay only if both the sync and the cut failed and
+//! the bytes reached the disk anyway: its client was told it failed, as with any write
+//! whose outcome is unknown.)
 //!
 //! The record format is in `journal/record.rs`, the file-system seam in `journal/fs.rs`.
 
@@ -281,9 +284,11 @@ impl Writer {
     /// last call.
     fn rotate(&mut self) -> Result<Vec<PathBuf>> {
         if self.broken {
+            // Abandoning the segment is the rotation.
             self.repair(true)?;
+        } else {
+            self.next_segment()?;
         }
-        self.next_segment()?;
         Ok(std::mem::take(&mut self.closed))
     }
 

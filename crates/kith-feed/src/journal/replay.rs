@@ -7,14 +7,16 @@
 //! - bytes after the last valid record of the newest segment are a torn append that was
 //!   never acknowledged (a crash mid-write, or zeros a crash left): they are dropped with a
 //!   note;
-//! - any other bytes that are no valid record are damage: replay skips to the next valid
+//! - any other bytes that are no valid record are damage (or, rarely, the tail of a segment
+//!   abandoned after a failed append that could not be cut back, see `journal/mod.rs`): replay skips to the next valid
 //!   record, so every post that can be recovered is, keeps the segment aside as
 //!   `<segment>.damaged-<time>` for inspection instead of deleting it, says what was lost on
 //!   stderr and counts it in `kith_journal_damaged_segments_total` and
 //!   `kith_journal_damaged_bytes_total`, and the feed starts.
 //!
 //! Memory: a segment is read one record at a time and posts go to the engine in batches of
-//! at most `batch`, so replay holds one batch and one read buffer whatever the journal's size.
+//! at most `batch` posts (and about 8 MiB of content), so replay holds one batch and one read
+//! buffer whatever the journal's size.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +28,8 @@ use crate::post::{Post, now_ms};
 
 /// Posts stored into the engine at a time during replay.
 pub(crate) const REPLAY_BATCH: usize = 4096;
+/// Content bytes that also end a replay batch: 4096 posts of 64 KiB would be 256 MiB.
+const REPLAY_BATCH_BYTES: usize = 8 << 20;
 
 /// A stretch of a segment that held no valid record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +74,7 @@ pub(crate) fn replay(
     let found = segments(fs, dir)?;
     let mut out = Replayed::default();
     let mut posts = Vec::new();
+    let mut bytes = 0;
     let mut damaged: Vec<(&Path, Vec<(u64, u64)>)> = Vec::new();
     for (i, (_, path)) in found.iter().enumerate() {
         let newest = i + 1 == found.len();
@@ -86,8 +91,10 @@ pub(crate) fn replay(
                     match decoded {
                         Ok(post) => {
                             out.last_id = out.last_id.max(post.id);
+                            bytes += post.content.len();
                             posts.push(post);
-                            if posts.len() >= batch.max(1) {
+                            if posts.len() >= batch.max(1) || bytes >= REPLAY_BATCH_BYTES {
+                                bytes = 0;
                                 out.posts += posts.len() as u64;
                                 out.batches += 1;
                                 store(std::mem::take(&mut posts))?;

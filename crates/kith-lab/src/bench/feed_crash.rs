@@ -161,13 +161,15 @@ impl Server {
         let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
         stdout.read_line(&mut line)?;
         std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-        let server = Server { child, base: String::new() };
+        // Killed on any early return from here on.
+        let mut server = Server { child, base: String::new() };
         let addr = line
             .split("http://")
             .nth(1)
             .and_then(|r| r.split_whitespace().next())
             .with_context(|| format!("kith serve did not start: {line:?}"))?;
-        Ok(Server { base: format!("http://{addr}"), ..server })
+        server.base = format!("http://{addr}");
+        Ok(server)
     }
 
     fn url(&self, path: &str) -> String {
@@ -219,7 +221,10 @@ fn write(base: &str, part: &mut Part, me: u64, threads: u64, users: u64, seed: u
         let answer = match kind {
             0..4 => {
                 let content = format!("s{seed} t{me} #{i}");
-                let r = send(http.post(format!("{base}/posts")).json(&json!({"author": u, "content": content})));
+                let r = send(
+                    http.post(format!("{base}/posts"))
+                        .json(&json!({"author": u, "content": content})),
+                );
                 if let Some((201, v)) = &r {
                     part.new_posts.push((v["id"].as_u64().unwrap_or(0), u, content));
                     part.acked.posts += 1;
@@ -236,7 +241,10 @@ fn write(base: &str, part: &mut Part, me: u64, threads: u64, users: u64, seed: u
                 let r = if unfollow {
                     send(http.delete(format!("{base}/users/{u}/follow/{t}")))
                 } else {
-                    send(http.post(format!("{base}/users/{u}/follow")).json(&json!({"targets": [t]})))
+                    send(
+                        http.post(format!("{base}/users/{u}/follow"))
+                            .json(&json!({"targets": [t]})),
+                    )
                 };
                 *state = match (&r, unfollow) {
                     (Some((200, _)), false) => {
@@ -361,7 +369,8 @@ fn check(
             }
         }
         for (&u, (acked, tried)) in &part.profiles {
-            let name = get(format!("/users/{u}/profile"))?["name"].as_str().unwrap_or("").to_string();
+            let name =
+                get(format!("/users/{u}/profile"))?["name"].as_str().unwrap_or("").to_string();
             checks += 1;
             let ok = acked.as_ref() == Some(&name) || tried.contains(&name);
             if !ok {
@@ -385,7 +394,10 @@ fn check(
         let status = r.status().as_u16();
         let v: Value = r.json().unwrap_or(Value::Null);
         checks += 1;
-        if status != 200 || v["content"].as_str() != Some(content) || v["author"].as_u64() != Some(*author) {
+        if status != 200
+            || v["content"].as_str() != Some(content)
+            || v["author"].as_u64() != Some(*author)
+        {
             lost.posts += 1;
             eprintln!("post {id}: {status} {v}");
             continue;
