@@ -13,6 +13,7 @@
 //! later acknowledged write settles it.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -286,11 +287,10 @@ fn write(base: &str, part: &mut Part, me: u64, threads: u64, users: u64, seed: u
             _ => {
                 let name = format!("s{seed} t{me} #{i}");
                 let url = format!("{base}/users/{u}/profile");
-                if !part.profiles.contains_key(&u) {
+                if let Entry::Vacant(e) = part.profiles.entry(u) {
                     // The profile as it is before this run first changes it.
                     let Some((200, v)) = send(http.get(&url)) else { return };
-                    let name = v["name"].as_str().map(str::to_string);
-                    part.profiles.insert(u, (name, Vec::new()));
+                    e.insert((v["name"].as_str().map(str::to_string), Vec::new()));
                 }
                 let r = send(http.put(url).json(&json!({"name": name})));
                 let entry = part.profiles.get_mut(&u).expect("inserted above");
@@ -314,6 +314,11 @@ fn write(base: &str, part: &mut Part, me: u64, threads: u64, users: u64, seed: u
             Some(_) => {}
         }
     }
+}
+
+/// The numbers of a JSON array.
+fn ids(list: &Value) -> Vec<u64> {
+    list.as_array().map(|l| l.iter().filter_map(Value::as_u64).collect()).unwrap_or_default()
 }
 
 /// Checks every expected state after a restart; returns the number of checks made.
@@ -341,13 +346,15 @@ fn check(
             if k == Known::Either {
                 continue;
             }
-            if !followees.contains_key(&u) {
-                let v = get(format!("/users/{u}/follows?limit=1000"))?;
-                let list = v["followees"].as_array().cloned().unwrap_or_default();
-                followees.insert(u, list.iter().filter_map(Value::as_u64).collect());
-            }
+            let list = match followees.entry(u) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let v = get(format!("/users/{u}/follows?limit=1000"))?;
+                    e.insert(ids(&v["followees"]))
+                }
+            };
             checks += 1;
-            if followees[&u].contains(&t) != (k == Known::Yes) {
+            if list.contains(&t) != (k == Known::Yes) {
                 lost.follows += 1;
                 eprintln!("follow {u} -> {t}: expected {k:?}");
             }
@@ -357,13 +364,15 @@ fn check(
             if k == Known::Either {
                 continue;
             }
-            if !friends.contains_key(&u) {
-                let got = get(format!("/users/{u}/friends?limit=1000&consistency=strong"))?;
-                let list = got["friends"].as_array().cloned().unwrap_or_default();
-                friends.insert(u, list.iter().filter_map(Value::as_u64).collect());
-            }
+            let list = match friends.entry(u) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let got = get(format!("/users/{u}/friends?limit=1000&consistency=strong"))?;
+                    e.insert(ids(&got["friends"]))
+                }
+            };
             checks += 1;
-            if friends[&u].contains(&v) != (k == Known::Yes) {
+            if list.contains(&v) != (k == Known::Yes) {
                 lost.friendships += 1;
                 eprintln!("friendship {u} - {v}: expected {k:?}");
             }
