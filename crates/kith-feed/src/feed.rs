@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use crate::cache::Backend;
 use crate::config::{CacheMode, FeedConfig, Strategy};
 use crate::error::{Error, Result};
-use crate::journal::{Journal, SharedPending, lock, remove_segments};
+use crate::journal::{self, Journal, REPLAY_BATCH, RealFs, SharedPending, lock};
 use crate::metrics::Metrics;
 use crate::post::IdGen;
 use crate::task::blocking;
@@ -160,18 +160,19 @@ impl Feed {
         };
         let pending = SharedPending::default();
         let metrics = Metrics::new(registry);
-        let (journal, replayed, old) =
-            Journal::open(&journal_dir, pending.clone(), metrics.journal.clone())?;
-        if !replayed.is_empty() {
-            last = last.max(replayed.iter().map(|p| p.id).max().unwrap_or(0));
-            let e = engine.clone();
-            blocking(move || e.put_posts(&replayed.iter().collect::<Vec<_>>())).await?;
-        }
-        remove_segments(&old, &journal_dir)?;
+        // Whatever a previous run acknowledged but did not store goes into the engine first,
+        // streamed in bounded batches; damage is reported and kept aside (journal/replay.rs).
+        let (e, dir, counters) = (engine.clone(), journal_dir.clone(), metrics.journal.clone());
+        let replayed = blocking(move || {
+            journal::replay(&RealFs, &dir, REPLAY_BATCH, &counters, &mut |posts| {
+                Ok(e.put_posts(&posts.iter().collect::<Vec<_>>())?)
+            })
+        })
+        .await?;
+        last = last.max(replayed.last_id);
         let journal = if config.cache == CacheMode::WriteBack {
-            Some(journal)
+            Some(Journal::open(&journal_dir, pending.clone(), metrics.journal.clone())?)
         } else {
-            journal.close();
             None
         };
         // A store without a watermark has never fanned out under one (new, or from before

@@ -55,6 +55,9 @@ impl Metrics {
             &m.cache_errors,
             &m.journal.appends,
             &m.journal.syncs,
+            &m.journal.failed,
+            &m.journal.damaged_segments,
+            &m.journal.damaged_bytes,
         ] {
             let _ = registry.register(Box::new(c.clone()));
         }

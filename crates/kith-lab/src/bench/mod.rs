@@ -4,6 +4,7 @@
 mod analytics;
 mod crash;
 mod distributed;
+mod feed_crash;
 mod friends;
 mod graph;
 mod http;
@@ -30,6 +31,10 @@ pub enum BenchCommand {
     /// The long crash test: SIGKILL a durable writer at random moments, verify and check every
     /// acknowledged write after each restart.
     Crash(crash::CrashArgs),
+    /// The feed's crash trial: SIGKILL `kith serve --cache write-back` under mixed writes
+    /// (posts, follows, friendships, profiles), check every acknowledged write after each
+    /// restart.
+    FeedCrash(feed_crash::FeedCrashArgs),
     /// A quick HTTP throughput figure with wrk: cached and strong friend lists, push feeds.
     Http(http::HttpBenchArgs),
     /// PageRank, triangles and components on Slashdot, R-MAT and LFR beside networkx, igraph
@@ -51,6 +56,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Friends(a) => friends::run(a),
         BenchCommand::Store(a) => store::run(a),
         BenchCommand::Crash(a) => crash::run(a),
+        BenchCommand::FeedCrash(a) => feed_crash::run(a),
         BenchCommand::Http(a) => http::run(a),
         BenchCommand::Analytics(a) => analytics::run(a),
         BenchCommand::Distributed(a) => distributed::run(a),
