@@ -18,6 +18,8 @@ mod local;
 mod redis;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_faults;
 
 use std::sync::Arc;
 use std::time::Duration;
