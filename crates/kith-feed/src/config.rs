@@ -74,6 +74,14 @@ pub struct FeedConfig {
     pub fanout_concurrency: usize,
     /// How often write-back moves journaled posts into the feed database.
     pub flush_interval: Duration,
+    /// Redis: the longest a connection attempt may take (default 1 s).
+    pub redis_connect_timeout: Duration,
+    /// Redis: the longest a reply may take (default 250 ms, hundreds of times a healthy
+    /// reply on a local network); a slower Redis counts as unavailable and requests are
+    /// answered from the store.
+    pub redis_response_timeout: Duration,
+    /// Redis: while it is unavailable, how often it is tried again (default 1 s).
+    pub redis_probe_interval: Duration,
 }
 
 impl Default for FeedConfig {
@@ -89,6 +97,9 @@ impl Default for FeedConfig {
             friends_ttl: Duration::from_secs(60),
             fanout_concurrency: 16,
             flush_interval: Duration::from_millis(20),
+            redis_connect_timeout: Duration::from_secs(1),
+            redis_response_timeout: Duration::from_millis(250),
+            redis_probe_interval: Duration::from_secs(1),
         }
     }
 }
