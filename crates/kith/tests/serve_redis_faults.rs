@@ -87,7 +87,8 @@ impl Drop for Redis {
 
 /// Starts `kith serve` (or `KITH_FAULTS_BIN`) over `dir` with `extra` flags.
 fn serve(dir: &std::path::Path, extra: &[&str]) -> Server {
-    let bin = std::env::var("KITH_FAULTS_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kith").into());
+    let bin =
+        std::env::var("KITH_FAULTS_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kith").into());
     let mut child = Command::new(bin)
         .args(["serve", "--dir", common::p(dir), "--addr", "127.0.0.1:0"])
         .args(extra)
@@ -139,7 +140,8 @@ fn friends_of(http: &Client, base: &str, uid: u64, consistency: &str) -> (u16, V
         Ok(r) => {
             let s = r.status().as_u16();
             let v: Value = r.json().unwrap_or(Value::Null);
-            let list = v["friends"].as_array().map(|a| a.iter().filter_map(Value::as_u64).collect());
+            let list =
+                v["friends"].as_array().map(|a| a.iter().filter_map(Value::as_u64).collect());
             (s, list.unwrap_or_default())
         }
         Err(_) => (0, Vec::new()),
@@ -147,7 +149,13 @@ fn friends_of(http: &Client, base: &str, uid: u64, consistency: &str) -> (u16, V
 }
 
 /// One client: posts, reads of posts, feeds and friend lists, friendship changes.
-fn client(id: u64, base: String, phase: Arc<AtomicUsize>, stop: Arc<AtomicBool>, seen: Arc<Mutex<Seen>>) -> Acked {
+fn client(
+    id: u64,
+    base: String,
+    phase: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Seen>>,
+) -> Acked {
     let http = Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
     let mut acked = Acked::default();
     let mut i = 0u64;
@@ -157,10 +165,15 @@ fn client(id: u64, base: String, phase: Arc<AtomicUsize>, stop: Arc<AtomicBool>,
         let (kind, status) = match i % 6 {
             0 | 3 => {
                 let (author, content) = ((id * 3 + i) % AUTHORS, format!("c{id} #{i}"));
-                let r = http.post(format!("{base}/posts")).json(&json!({"author": author, "content": content})).send();
+                let r = http
+                    .post(format!("{base}/posts"))
+                    .json(&json!({"author": author, "content": content}))
+                    .send();
                 let s = r.map_or(0, |r| {
                     let s = r.status().as_u16();
-                    if s == 201 && let Ok(v) = r.json::<Value>() {
+                    if s == 201
+                        && let Ok(v) = r.json::<Value>()
+                    {
                         acked.posts.push((v["id"].as_u64().unwrap(), author, content));
                     }
                     s
@@ -169,12 +182,18 @@ fn client(id: u64, base: String, phase: Arc<AtomicUsize>, stop: Arc<AtomicBool>,
             }
             1 => {
                 let Some((pid, _, _)) = acked.posts.last() else { continue };
-                let s = http.get(format!("{base}/posts/{pid}")).send().map_or(0, |r| r.status().as_u16());
+                let s = http
+                    .get(format!("{base}/posts/{pid}"))
+                    .send()
+                    .map_or(0, |r| r.status().as_u16());
                 ("GET /posts/{id}", s)
             }
             2 => {
                 let reader = READERS.start + i % (READERS.end - READERS.start);
-                let s = http.get(format!("{base}/users/{reader}/feed?limit=20")).send().map_or(0, |r| r.status().as_u16());
+                let s = http
+                    .get(format!("{base}/users/{reader}/feed?limit=20"))
+                    .send()
+                    .map_or(0, |r| r.status().as_u16());
                 ("GET feed", s)
             }
             4 => {
@@ -190,10 +209,23 @@ fn client(id: u64, base: String, phase: Arc<AtomicUsize>, stop: Arc<AtomicBool>,
                 let (u, v) = pair(id, i % PAIRS);
                 let consistency = if i % 12 == 5 { "strong" } else { "eventual" };
                 let (s, list) = friends_of(&http, &base, u, consistency);
-                if s == 200 && let Some(Some(want)) = acked.friends.get(&(u, v)) && list.contains(&v) != *want {
-                    seen.lock().unwrap().stale.push(format!("{consistency} read of {u} says friend {v}: {}, acknowledged {want}", !want));
+                if s == 200
+                    && let Some(Some(want)) = acked.friends.get(&(u, v))
+                    && list.contains(&v) != *want
+                {
+                    seen.lock().unwrap().stale.push(format!(
+                        "{consistency} read of {u} says friend {v}: {}, acknowledged {want}",
+                        !want
+                    ));
                 }
-                (if consistency == "strong" { "GET friends strong" } else { "GET friends eventual" }, s)
+                (
+                    if consistency == "strong" {
+                        "GET friends strong"
+                    } else {
+                        "GET friends eventual"
+                    },
+                    s,
+                )
             }
         };
         let took = t.elapsed();
@@ -230,10 +262,19 @@ fn redis_faults_under_load_lose_nothing_and_heal_without_a_restart() {
     let http = Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
     let authors: Vec<u64> = (0..AUTHORS).collect();
     for r in READERS {
-        let resp = http.post(server.url(&format!("/users/{r}/follow"))).json(&json!({"targets": authors})).send().unwrap();
+        let resp = http
+            .post(server.url(&format!("/users/{r}/follow")))
+            .json(&json!({"targets": authors}))
+            .send()
+            .unwrap();
         assert_eq!(resp.status().as_u16(), 200, "follow");
     }
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
     type Step = Box<dyn Fn(&mut Redis)>;
     let faults: Vec<(&str, Step, Step)> = vec![
         ("kill -9, restart empty", Box::new(|r| r.kill()), Box::new(|r| r.launch())),
@@ -257,7 +298,8 @@ fn redis_faults_under_load_lose_nothing_and_heal_without_a_restart() {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let clients: Vec<_> = (0..CLIENTS)
         .map(|c| {
-            let (base, phase, stop, seen) = (server.base.clone(), phase.clone(), stop.clone(), seen.clone());
+            let (base, phase, stop, seen) =
+                (server.base.clone(), phase.clone(), stop.clone(), seen.clone());
             std::thread::spawn(move || client(c, base, phase, stop, seen))
         })
         .collect();
@@ -303,8 +345,13 @@ fn redis_faults_under_load_lose_nothing_and_heal_without_a_restart() {
     let mut newest: Vec<u64> = posts.iter().map(|p| p.0).collect();
     newest.sort_unstable_by(|a, b| b.cmp(a));
     for r in READERS {
-        let v: Value = http.get(server.url(&format!("/users/{r}/feed?limit=1000"))).send().unwrap().json().unwrap();
-        let ids: Vec<u64> = v["posts"].as_array().unwrap().iter().filter_map(|p| p["id"].as_u64()).collect();
+        let r2 = http.get(server.url(&format!("/users/{r}/feed?limit=1000"))).send().unwrap();
+        let (status, v) = (r2.status().as_u16(), r2.json::<Value>().unwrap_or(Value::Null));
+        let Some(page) = v["posts"].as_array() else {
+            lost.push(format!("reader {r}'s feed: {status} {v}"));
+            continue;
+        };
+        let ids: Vec<u64> = page.iter().filter_map(|p| p["id"].as_u64()).collect();
         let floor = if ids.len() == 1000 { *ids.last().unwrap() } else { 0 };
         let missing = newest.iter().filter(|&&id| id >= floor && !ids.contains(&id)).count();
         if missing > 0 {
@@ -321,7 +368,11 @@ fn redis_faults_under_load_lose_nothing_and_heal_without_a_restart() {
         for (&(p, kind, status), &n) in &seen.counts {
             if p == 3 * f + 1 || p == 3 * f + 2 {
                 tried += n;
-                *statuses.entry(kind.to_string()).or_default().entry(status.to_string()).or_default() += n;
+                *statuses
+                    .entry(kind.to_string())
+                    .or_default()
+                    .entry(status.to_string())
+                    .or_default() += n;
             }
         }
         let slowest = seen.slowest.get(&(3 * f + 1)).copied().unwrap_or_default();

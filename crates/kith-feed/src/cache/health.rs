@@ -122,9 +122,10 @@ impl Health {
         if !self.open.load(Ordering::Acquire) {
             return None;
         }
-        self.lock().failure.as_ref().map(|(why, at)| {
-            format!("{why} ({:.1} s ago)", at.elapsed().as_secs_f64())
-        })
+        self.lock()
+            .failure
+            .as_ref()
+            .map(|(why, at)| format!("{why} ({:.1} s ago)", at.elapsed().as_secs_f64()))
     }
 
     /// These users' cached friend lists may be stale; `ttl` bounds how long any cached

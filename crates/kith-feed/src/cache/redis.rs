@@ -420,7 +420,13 @@ impl Shared {
         }
     }
 
-    async fn bounded<T>(&self, what: &str, call: impl Future<Output = RedisResult<T>>) -> RedisResult<T> {
-        tokio::time::timeout(self.deadline, call).await.unwrap_or_else(|_| Err(timed_out(what, self.deadline)))
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        call: impl Future<Output = RedisResult<T>>,
+    ) -> RedisResult<T> {
+        tokio::time::timeout(self.deadline, call)
+            .await
+            .unwrap_or_else(|_| Err(timed_out(what, self.deadline)))
     }
 }

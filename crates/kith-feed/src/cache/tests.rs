@@ -65,7 +65,8 @@ impl Backends {
         let server = TestRedis::get();
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
         let prefix = format!("kith-cache-test-{}-{nanos}-{test}", std::process::id());
-        let config = FeedConfig { redis_prefix: prefix.clone(), friends_ttl, ..FeedConfig::default() };
+        let config =
+            FeedConfig { redis_prefix: prefix.clone(), friends_ttl, ..FeedConfig::default() };
         let redis = Backend::redis(&server.url, &config).await.unwrap();
         Backends { local: Backend::local(1 << 30, friends_ttl), redis, prefix, server }
     }

@@ -146,7 +146,8 @@ async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
     b.put_posts(&[post(1)]).await.unwrap();
     server.signal("-STOP");
     let response = FeedConfig::default().redis_response_timeout;
-    let (first, took) = bounded(Duration::from_secs(5), "paused get_posts", b.get_posts(&[1])).await;
+    let (first, took) =
+        bounded(Duration::from_secs(5), "paused get_posts", b.get_posts(&[1])).await;
     assert!(first.is_err(), "{first:?}");
     assert!(took < response * 4, "the first call took {took:?}");
     // The circuit is open: further calls do not wait for Redis at all.
@@ -192,8 +193,8 @@ async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
     // of post 11 is lost while the timeline still reads as complete.
     assert_eq!(server.cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]), "OK");
     assert_eq!(server.cli(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
-    let (add, _) = bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100))
-        .await;
+    let (add, _) =
+        bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
     assert!(add.is_err(), "an out-of-memory Redis took a push: {add:?}");
     let (read, _) =
         bounded(Duration::from_secs(5), "timeline_read", b.timeline_read(1, u64::MAX, 10)).await;

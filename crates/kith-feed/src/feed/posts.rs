@@ -75,7 +75,11 @@ impl Feed {
             None
         } else {
             // The cache failing only means reading the store: posts never change.
-            self.backend.get_posts(ids).await.inspect_err(|e| self.backend.carried_on("reading cached posts", e)).ok()
+            self.backend
+                .get_posts(ids)
+                .await
+                .inspect_err(|e| self.backend.carried_on("reading cached posts", e))
+                .ok()
         };
         let mut found: Vec<Option<Arc<Post>>> = cached.unwrap_or_else(|| vec![None; ids.len()]);
         let missing: Vec<usize> = (0..ids.len()).filter(|&i| found[i].is_none()).collect();
