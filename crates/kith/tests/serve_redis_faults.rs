@@ -197,7 +197,7 @@ fn client(
                 ("GET feed", s)
             }
             4 => {
-                let (u, v) = pair(id, i % PAIRS);
+                let (u, v) = pair(id, (i / 6) % PAIRS);
                 let add = acked.friends.get(&(u, v)).copied().flatten() != Some(true);
                 let url = format!("{base}/users/{u}/friends/{v}");
                 let r = if add { http.post(url).send() } else { http.delete(url).send() };
@@ -206,7 +206,7 @@ fn client(
                 (if add { "POST friend" } else { "DELETE friend" }, s)
             }
             _ => {
-                let (u, v) = pair(id, i % PAIRS);
+                let (u, v) = pair(id, (i / 6) % PAIRS);
                 let consistency = if i % 12 == 5 { "strong" } else { "eventual" };
                 let (s, list) = friends_of(&http, &base, u, consistency);
                 if s == 200
