@@ -85,6 +85,14 @@ pub struct FeedConfig {
     /// How long an idempotency key is remembered: a retry later than this is applied as a
     /// new request. Default 24 hours.
     pub idempotency_ttl: Duration,
+    /// Redis: the longest a connection attempt may take (default 1 s).
+    pub redis_connect_timeout: Duration,
+    /// Redis: the longest a reply may take (default 250 ms, hundreds of times a healthy
+    /// reply on a local network); a slower Redis counts as unavailable and requests are
+    /// answered from the store.
+    pub redis_response_timeout: Duration,
+    /// Redis: while it is unavailable, how often it is tried again (default 1 s).
+    pub redis_probe_interval: Duration,
 }
 
 impl Default for FeedConfig {
@@ -103,6 +111,9 @@ impl Default for FeedConfig {
             fanout_batch: 1024,
             max_followees_per_read: 2000,
             idempotency_ttl: Duration::from_secs(24 * 3600),
+            redis_connect_timeout: Duration::from_secs(1),
+            redis_response_timeout: Duration::from_millis(250),
+            redis_probe_interval: Duration::from_secs(1),
         }
     }
 }

@@ -155,7 +155,7 @@ impl Feed {
         let e = engine.clone();
         let mut last = blocking(move || e.last_post_id()).await?;
         let backend = match &config.redis {
-            Some(url) => Backend::redis(url, &config.redis_prefix, config.friends_ttl).await?,
+            Some(url) => Backend::redis(url, &config).await?,
             None => Backend::local(config.cache_bytes, config.friends_ttl),
         };
         let pending = SharedPending::default();
@@ -270,6 +270,12 @@ impl Feed {
     /// The backend's name ("in-process" or "redis").
     pub fn backend_name(&self) -> &'static str {
         self.backend.name()
+    }
+
+    /// Why the cache backend is not serving (Redis down, paused or refusing writes; reads
+    /// are then answered from the store), or `None` while it is.
+    pub fn cache_failure(&self) -> Option<String> {
+        self.backend.health()
     }
 
     /// Bytes the in-process backend holds.

@@ -162,8 +162,19 @@ async fn metrics_text(State(s): State<AppState>) -> Response {
         .into_response()
 }
 
-async fn health() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({"status": "ok"}))
+/// Liveness and the cache's state. Always 200 while the service answers: with Redis down,
+/// paused or refusing writes every request is still answered correctly from the store, so
+/// the answer is `{"status":"degraded","cache":"unavailable",...}` with 200. A 503 would
+/// make a load balancer take every server sharing the failed Redis out at once, turning a
+/// slower service into none.
+async fn health(State(s): State<AppState>) -> axum::Json<serde_json::Value> {
+    let backend = s.feed.backend_name();
+    axum::Json(match s.feed.cache_failure() {
+        None => serde_json::json!({"status": "ok", "cache": "ok", "backend": backend}),
+        Some(error) => serde_json::json!({
+            "status": "degraded", "cache": "unavailable", "backend": backend, "error": error,
+        }),
+    })
 }
 
 async fn not_found() -> ApiError {

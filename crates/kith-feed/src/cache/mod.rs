@@ -11,20 +11,32 @@
 //! [`Backend`] is the seam the feed calls: an enum whose methods only dispatch, so each call
 //! is a plain future (no boxing) and each backend keeps its own type. `local.rs` holds the
 //! in-process backend, whose timelines apply the floor rules above; `redis.rs` the Redis one,
-//! whose Lua scripts apply the same rules atomically inside Redis. The rules therefore exist
-//! twice, in Rust and in Lua; `tests.rs` runs the same scenarios on both so they agree.
+//! whose Lua scripts (`lua.rs`) apply the same rules atomically inside Redis. The rules
+//! therefore exist twice, in Rust and in Lua; `tests.rs` runs the same scenarios on both so
+//! they agree.
+//!
+//! Only the Redis backend fails. Its calls are bounded in time and fail at once while Redis
+//! is known to be unavailable (`health.rs`); the feed answers reads from the store instead
+//! and treats a cache write that fails after a store write as a warning. Entries a failed
+//! write left stale are never served (`health.rs`); `tests_faults.rs` breaks a real Redis
+//! in each way to check it.
 
+mod health;
 mod local;
+mod lua;
 mod redis;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_faults;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use self::local::Local;
 use self::redis::Redis;
-use crate::error::Result;
+use crate::config::FeedConfig;
+use crate::error::{Error, Result};
 use crate::post::Post;
 
 /// Where caches and timelines live.
@@ -42,9 +54,28 @@ impl Backend {
         Backend::Local(Local::new(bytes, friends_ttl))
     }
 
-    /// Connects to Redis at `url` (checked with a PING).
-    pub async fn redis(url: &str, prefix: &str, friends_ttl: Duration) -> Result<Backend> {
-        Ok(Backend::Redis(Box::new(Redis::connect(url, prefix, friends_ttl).await?)))
+    /// Connects to Redis at `url` (checked with a PING), with the prefix, friend-list time
+    /// to live, timeouts and probe interval of `config`.
+    pub async fn redis(url: &str, config: &FeedConfig) -> Result<Backend> {
+        Ok(Backend::Redis(Box::new(Redis::connect(url, config).await?)))
+    }
+
+    /// Why the backend is not serving (Redis down, paused or refusing writes), or `None`
+    /// while it is. The in-process backend always serves.
+    pub fn health(&self) -> Option<String> {
+        match self {
+            Backend::Local(_) => None,
+            Backend::Redis(r) => r.failure(),
+        }
+    }
+
+    /// Reports a failed call the feed carries on without (answering from the store, or
+    /// leaving the cache cold). While the backend is known to be unavailable the failure
+    /// is expected and its cause was reported when it became so: nothing is printed.
+    pub fn carried_on(&self, what: &str, e: &Error) {
+        if self.health().is_none() {
+            eprintln!("kith feed: {what} failed, carrying on without the cache: {e}");
+        }
     }
 
     /// "in-process" or "redis".

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::Backend;
+use crate::config::FeedConfig;
 use crate::post::Post;
 
 const TTL: Duration = Duration::from_secs(600);
@@ -64,7 +65,9 @@ impl Backends {
         let server = TestRedis::get();
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
         let prefix = format!("kith-cache-test-{}-{nanos}-{test}", std::process::id());
-        let redis = Backend::redis(&server.url, &prefix, friends_ttl).await.unwrap();
+        let config =
+            FeedConfig { redis_prefix: prefix.clone(), friends_ttl, ..FeedConfig::default() };
+        let redis = Backend::redis(&server.url, &config).await.unwrap();
         Backends { local: Backend::local(1 << 30, friends_ttl), redis, prefix, server }
     }
 

@@ -7,6 +7,11 @@
 //! version under the same lock before it caches, and drops what it read if a change came in
 //! between. So this server never caches a list older than a change it acknowledged; the
 //! time to live bounds only what other servers sharing a Redis can leave behind.
+//!
+//! The engine is the truth and the cache only a copy: a change is acknowledged once the
+//! engine has it, whatever the cache does next. A failed invalidation is a warning, and
+//! the backend never serves the lists it failed to drop (see `cache/health.rs`); an
+//! eventual read the cache cannot answer is answered from the engine.
 
 use std::sync::Arc;
 
@@ -33,7 +38,7 @@ impl Feed {
             blocking(move || engine.put_user(uid, &profile, &friends, data.as_deref())).await?;
         // Invalidate before reading the user back, so a failed read cannot leave the lists
         // this write changed cached.
-        self.invalidate_friends(&wrote.touched).await?;
+        self.invalidate_friends(&wrote.touched).await;
         let engine = self.engine.clone();
         blocking(move || engine.get_user(uid)).await
     }
@@ -43,7 +48,7 @@ impl Feed {
     pub async fn add_friend(&self, u: u64, v: u64) -> Result<bool> {
         let engine = self.engine.clone();
         let changed = blocking(move || engine.add_friend(u, v)).await?;
-        self.invalidate_friends(&[u, v]).await?;
+        self.invalidate_friends(&[u, v]).await;
         Ok(changed)
     }
 
@@ -52,7 +57,7 @@ impl Feed {
     pub async fn delete_friend(&self, u: u64, v: u64) -> Result<bool> {
         let engine = self.engine.clone();
         let changed = blocking(move || engine.delete_friend(u, v)).await?;
-        self.invalidate_friends(&[u, v]).await?;
+        self.invalidate_friends(&[u, v]).await;
         Ok(changed)
     }
 
@@ -84,9 +89,13 @@ impl Feed {
             let engine = self.engine.clone();
             return Ok(blocking(move || engine.get_all_friends(uid)).await?.into());
         }
-        if let Some(f) = self.backend.get_friends(uid).await? {
-            self.metrics.hit("friends", true, 1);
-            return Ok(f);
+        match self.backend.get_friends(uid).await {
+            Ok(Some(f)) => {
+                self.metrics.hit("friends", true, 1);
+                return Ok(f);
+            }
+            Ok(None) => {}
+            Err(e) => self.backend.carried_on("reading a cached friend list", &e),
         }
         self.metrics.hit("friends", false, 1);
         let stripe = &self.friend_stripes[friend_stripe(uid)];
@@ -94,8 +103,10 @@ impl Feed {
         let engine = self.engine.clone();
         let list: Arc<[u64]> = blocking(move || engine.get_all_friends(uid)).await?.into();
         let guard = stripe.lock().await;
-        if *guard == seen {
-            self.backend.put_friends(uid, list.clone()).await?;
+        if *guard == seen
+            && let Err(e) = self.backend.put_friends(uid, list.clone()).await
+        {
+            self.backend.carried_on("caching a friend list", &e);
         }
         drop(guard);
         Ok(list)
@@ -103,10 +114,12 @@ impl Feed {
 
     /// Drops cached friend lists after a change (after the engine's write). Bumps each
     /// list's stripe version under its lock, so a fill that read the engine before the
-    /// change sees the new version and does not cache what it read.
-    async fn invalidate_friends(&self, uids: &[u64]) -> Result<()> {
+    /// change sees the new version and does not cache what it read. A failure is counted
+    /// and reported, not returned: the change is in the engine, and the backend does not
+    /// serve the lists it failed to drop.
+    async fn invalidate_friends(&self, uids: &[u64]) {
         if self.config.cache == CacheMode::None {
-            return Ok(());
+            return;
         }
         let mut stripes: Vec<usize> = uids.iter().map(|&u| friend_stripe(u)).collect();
         stripes.sort_unstable();
@@ -117,7 +130,10 @@ impl Feed {
             *g += 1;
             guards.push(g);
         }
-        self.backend.del_friends(uids).await
+        if let Err(e) = self.backend.del_friends(uids).await {
+            self.metrics.cache_errors.inc();
+            self.backend.carried_on("dropping cached friend lists", &e);
+        }
     }
 }
 

@@ -217,13 +217,20 @@ impl Feed {
         self.get_posts(&[id]).await?.pop().ok_or(Error::UnknownPost(id))
     }
 
-    /// The posts with these ids that exist, in the same order.
+    /// The posts with these ids that exist, in the same order: from the cache, else from
+    /// the write-back journal or the engine (also when the cache fails).
     pub async fn get_posts(&self, ids: &[u64]) -> Result<Vec<Arc<Post>>> {
-        let mut found: Vec<Option<Arc<Post>>> = if self.config.cache == CacheMode::None {
-            vec![None; ids.len()]
+        let cached = if self.config.cache == CacheMode::None {
+            None
         } else {
-            self.backend.get_posts(ids).await?
+            // The cache failing only means reading the store: posts never change.
+            self.backend
+                .get_posts(ids)
+                .await
+                .inspect_err(|e| self.backend.carried_on("reading cached posts", e))
+                .ok()
         };
+        let mut found: Vec<Option<Arc<Post>>> = cached.unwrap_or_else(|| vec![None; ids.len()]);
         let missing: Vec<usize> = (0..ids.len()).filter(|&i| found[i].is_none()).collect();
         if self.config.cache != CacheMode::None {
             self.metrics.hit("post", true, (ids.len() - missing.len()) as u64);
@@ -252,8 +259,11 @@ impl Feed {
                     found[i] = Some(post);
                 }
             }
-            if self.config.cache != CacheMode::None && !fill.is_empty() {
-                self.backend.put_posts(&fill).await?;
+            if self.config.cache != CacheMode::None
+                && !fill.is_empty()
+                && let Err(e) = self.backend.put_posts(&fill).await
+            {
+                self.backend.carried_on("caching posts", &e);
             }
         }
         Ok(found.into_iter().flatten().collect())
@@ -296,7 +306,9 @@ impl Feed {
         self.backend.timeline_finish(uid, &ids, floor, cap).await
     }
 
-    /// Push read: the timeline down to its floor, then a pull below it.
+    /// Push read: the timeline down to its floor, then a pull below it. When the backend
+    /// fails (or cannot build the timeline), the whole read is a pull: the timeline is
+    /// only a faster way to the same answer.
     async fn push_read(
         &self,
         uid: u64,
@@ -304,11 +316,27 @@ impl Feed {
         before: u64,
         limit: usize,
     ) -> Result<Vec<u64>> {
-        let mut got = self.backend.timeline_read(uid, before, limit).await?;
+        let mut got = match self.backend.timeline_read(uid, before, limit).await {
+            Ok(got) => got,
+            Err(e) => {
+                self.backend.carried_on("reading a timeline", &e);
+                None
+            }
+        };
         self.metrics.hit("timeline", got.is_some(), 1);
-        if got.is_none() {
-            self.build_timeline(uid, authors.to_vec()).await?;
-            got = self.backend.timeline_read(uid, before, limit).await?;
+        if got.is_none() && self.backend.health().is_none() {
+            got = match self.build_timeline(uid, authors.to_vec()).await {
+                Ok(()) => self.backend.timeline_read(uid, before, limit).await,
+                Err(e) => Err(e),
+            }
+            .or_else(|e| match e {
+                // The store failing fails the read; the cache failing only makes it a pull.
+                Error::Store(_) | Error::TaskFailed(_) => Err(e),
+                e => {
+                    self.backend.carried_on("building a timeline", &e);
+                    Ok(None)
+                }
+            })?;
         }
         match got {
             Some((mut ids, floor)) => {
@@ -318,7 +346,7 @@ impl Feed {
                 }
                 Ok(ids)
             }
-            // Evicted between build and read: answer by pull.
+            // Evicted between build and read, or the backend is failing: answer by pull.
             None => self.pull(authors.to_vec(), before, limit).await,
         }
     }

@@ -1,0 +1,82 @@
+//! The Redis backend's Lua scripts: every timeline step that reads the floor runs inside
+//! Redis as one script, so it is atomic against concurrent pushes and builds. They apply
+//! the floor rules of the [module above](super), as `local.rs` does in Rust.
+
+/// Functions every script starts with. Markers score at most 0 and sort first, so the ids
+/// start at rank `markers(key)`.
+pub(super) const LUA_HELPERS: &str = r"
+local function markers(key) return redis.call('ZCOUNT', key, '-inf', 0) end
+local function trim(key, cap)
+  local nm = markers(key)
+  local extra = redis.call('ZCARD', key) - nm - cap
+  if extra > 0 then
+    redis.call('ZREMRANGEBYRANK', key, nm, nm + extra - 1)
+    return true
+  end
+  return false
+end
+local function oldest(key)
+  local nm = markers(key)
+  local r = redis.call('ZRANGE', key, nm, nm)
+  return tonumber(r[1])
+end
+local function floor_of(key)
+  local m = redis.call('ZRANGEBYSCORE', key, -1, -1)
+  if #m == 0 then return nil end
+  return tonumber(string.sub(m[1], 2))
+end
+local function set_floor(key, floor)
+  redis.call('ZREMRANGEBYSCORE', key, -1, -1)
+  redis.call('ZADD', key, -1, 'f' .. string.format('%.0f', floor))
+end
+";
+
+/// KEYS[1] the timeline; ARGV: the exclusive upper score (`(id` or `+inf`), the limit.
+/// Returns false without a floor, else the floor and the ids, newest first.
+pub(super) const LUA_READ: &str = r"
+local floor = floor_of(KEYS[1])
+if floor == nil then return false end
+local lo = floor
+if lo < 1 then lo = 1 end
+local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], lo, 'LIMIT', 0, tonumber(ARGV[2]))
+return {string.format('%.0f', floor), ids}
+";
+
+/// KEYS[1] the timeline. Creates it (with the build marker) if missing.
+pub(super) const LUA_BEGIN: &str = r"
+redis.call('ZADD', KEYS[1], 'NX', -2, 'b')
+return 1
+";
+
+/// KEYS[1] the timeline; ARGV: cap, floor, then the ids.
+pub(super) const LUA_FINISH: &str = r"
+for i = 3, #ARGV do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i]) end
+redis.call('ZREM', KEYS[1], 'b')
+local floor = tonumber(ARGV[2])
+if trim(KEYS[1], tonumber(ARGV[1])) then
+  local o = oldest(KEYS[1])
+  if o ~= nil and o > floor then floor = o end
+end
+set_floor(KEYS[1], floor)
+return 1
+";
+
+/// KEYS[1] the timeline; ARGV: cap, then the ids. Does nothing to a missing timeline.
+pub(super) const LUA_ADD: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local floor = floor_of(KEYS[1])
+for i = 2, #ARGV do
+  local id = tonumber(ARGV[i])
+  if floor == nil or id >= floor then redis.call('ZADD', KEYS[1], id, ARGV[i]) end
+end
+if trim(KEYS[1], tonumber(ARGV[1])) and floor ~= nil then
+  local o = oldest(KEYS[1])
+  if o ~= nil and o > floor then set_floor(KEYS[1], o) end
+end
+return 1
+";
+
+/// A script's full text: the helpers, then its body.
+pub(super) fn script_text(body: &str) -> String {
+    format!("{LUA_HELPERS}\n{body}")
+}
