@@ -85,11 +85,16 @@ fn lfr_graph(nodes: usize, seed: u64) -> Result<Graph> {
     Ok(kith_graph::generate::lfr(&config)?.graph)
 }
 
+/// Steps of the writer's first thread between relayouts (a step is a write or a skipped
+/// one), few enough that relayouts complete between kills even on a slow disk.
+const RELAYOUT_EVERY: u64 = 60;
+
 fn run_writer_once(exe: &Path, dir: &Path, seed: u64, wait: Duration) -> Result<String> {
     let mut child = Command::new(exe)
         .args(["store", "crash-writer", "--dir"])
         .arg(dir)
-        .args(["--threads", "4", "--relayout-every", "300", "--seed", &seed.to_string()])
+        .args(["--threads", "4", "--relayout-every", &RELAYOUT_EVERY.to_string()])
+        .args(["--seed", &seed.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -167,7 +172,7 @@ pub(super) fn run(args: CrashArgs) -> Result<()> {
         machine: Machine::describe(),
         kills: args.kills,
         writes: "4 threads: friendship adds and deletes, profile and data replacements, user \
-                 puts (new and replaced); a random relayout every 300 writes of thread 0",
+                 puts (new and replaced); a random relayout every 60 steps of thread 0",
         acknowledged_writes: acknowledged,
         acknowledged_by_kind: by_kind,
         items_checked_at_end: items,
