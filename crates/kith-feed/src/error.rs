@@ -24,6 +24,14 @@ pub enum Error {
     /// A request that cannot be carried out as asked.
     #[error("{0}")]
     Invalid(String),
+    /// A request whose work would exceed a per-request budget.
+    #[error("{what} exceeds the budget of {limit}")]
+    TooExpensive {
+        /// What was counted, e.g. "vertices visited".
+        what: &'static str,
+        /// The budget.
+        limit: u64,
+    },
     /// The feed is shutting down and takes no more writes.
     #[error("the server is shutting down")]
     ShuttingDown,

@@ -44,6 +44,14 @@ pub enum Error {
     /// A request that cannot be carried out as asked.
     #[error("{0}")]
     Invalid(String),
+    /// A request whose work would exceed a per-request budget.
+    #[error("{what} exceeds the budget of {limit}")]
+    TooExpensive {
+        /// What was counted, e.g. "vertices visited".
+        what: &'static str,
+        /// The budget.
+        limit: u64,
+    },
     /// A paging cursor from before a relayout.
     #[error(
         "cursor is from layout generation {cursor}, the store is now at {current}; start again without a cursor"
