@@ -22,6 +22,9 @@ mod metrics;
 mod state;
 mod users;
 
+#[cfg(test)]
+mod tests;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
