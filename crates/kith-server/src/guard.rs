@@ -69,10 +69,10 @@ impl Guard {
     /// Why a write could have come from another site's page, if it could.
     fn cross_site(&self, headers: &HeaderMap, host: Option<&str>) -> Option<String> {
         let text = |name| headers.get(name).and_then(|v: &header::HeaderValue| v.to_str().ok());
-        if let Some(site) = text("sec-fetch-site") {
-            if site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site") {
-                return Some(format!("a write from another site (Sec-Fetch-Site: {site})"));
-            }
+        if let Some(site) = text("sec-fetch-site")
+            && (site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site"))
+        {
+            return Some(format!("a write from another site (Sec-Fetch-Site: {site})"));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
@@ -106,22 +106,20 @@ pub(crate) async fn guard(State(g): State<Guard>, req: Request, next: Next) -> R
         .get(header::HOST)
         .map(|v| v.to_str().unwrap_or("\u{fffd}").to_string())
         .or_else(|| req.uri().authority().map(|a| a.to_string()));
-    if let Some(h) = &host {
-        if !g.allowed(h) {
-            return ApiError::new(
-                StatusCode::MISDIRECTED_REQUEST,
-                "unknown_host",
-                format!("Host {h:?} is not one this server answers to (see --allowed-host)"),
-            )
-            .into_response();
-        }
+    if let Some(h) = &host
+        && !g.allowed(h)
+    {
+        return ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "unknown_host",
+            format!("Host {h:?} is not one this server answers to (see --allowed-host)"),
+        )
+        .into_response();
     }
     let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if write {
-        if let Some(why) = g.cross_site(req.headers(), host.as_deref()) {
-            return ApiError::new(StatusCode::FORBIDDEN, "cross_site", format!("refused {why}"))
-                .into_response();
-        }
+    if write && let Some(why) = g.cross_site(req.headers(), host.as_deref()) {
+        return ApiError::new(StatusCode::FORBIDDEN, "cross_site", format!("refused {why}"))
+            .into_response();
     }
     let Ok(_permit) = g.in_flight.clone().try_acquire_owned() else {
         return overloaded("requests in progress").into_response();

@@ -5,8 +5,12 @@
 //! storage engine (`Arc<dyn kith_store::Engine>`), on axum. Engine calls run on tokio's
 //! blocking pool ([`kith_feed::blocking`]), never on the executor; friendship writes and
 //! friend-list reads go through the feed, which keeps its cache of friend lists in step. The OpenAPI document (`GET /openapi.json`) is generated from the handlers'
-//! annotations. Every error is JSON with a code; bad input never gets a 500. Writes can
-//! require a bearer token. `GET /metrics` is Prometheus text; `GET /stats` is JSON with the
+//! annotations. Every error is JSON with a code; bad input never gets a 500, and a 500's body
+//! carries only an id under which the detail is logged. Writes can require a bearer token.
+//! Every request's work is bounded: a header-read (and idle) timeout, a request timeout, a
+//! cap on connections and on requests in progress (503 `overloaded` beyond them), body
+//! limits, and a shutdown deadline ([`Limits`]); `Host` is checked against an allow-list
+//! and writes a browser could send cross-site are refused (`guard`). `GET /metrics` is Prometheus text; `GET /stats` is JSON with the
 //! cache hit rates. Shutdown stops accepting, finishes in-flight requests, runs the queued
 //! fan-out, flushes write-back and lets go of the engine.
 //!

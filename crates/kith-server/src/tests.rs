@@ -25,8 +25,9 @@ async fn the_router_serves_in_process_with_its_guards() {
     let options = BuildOptions { data: DataSpec::Fixed(4), ..BuildOptions::default() };
     let store =
         build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options).unwrap();
-    let (app, feed) =
-        router(Arc::new(store), dir.path().join("journal"), &ServerConfig::default()).await.unwrap();
+    let (app, feed) = router(Arc::new(store), dir.path().join("journal"), &ServerConfig::default())
+        .await
+        .unwrap();
 
     let get = Request::get("/users/1").header("host", "127.0.0.1:7070").body(Body::empty());
     let (status, user) = send(&app, get.unwrap()).await;
