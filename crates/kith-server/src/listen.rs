@@ -27,7 +27,7 @@ use crate::config::Limits;
 
 /// What a connection over the limit is told before it is closed.
 const OVERLOADED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
-connection: close\r\ncontent-length: 86\r\n\r\n\
+connection: close\r\ncontent-length: 94\r\n\r\n\
 {\"error\":\"overloaded\",\"message\":\"the server is at its limit of open connections; retry later\"}";
 
 /// Serves `app` on `listener` until `shutdown` completes, then stops accepting, lets
