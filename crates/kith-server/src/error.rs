@@ -42,6 +42,9 @@ pub struct ErrorBody {
     pub error: String,
     /// What went wrong, for people.
     pub message: String,
+    /// On a 500 only: the id under which the server logged the details.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// An error on its way to becoming a response.
@@ -69,7 +72,23 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody { error: self.code.to_string(), message: self.message };
+        let body = if self.status.is_server_error()
+            && self.status != StatusCode::SERVICE_UNAVAILABLE
+        {
+            // The detail of a server fault (RocksDB's or the OS's text, file paths) is for
+            // the operator, not the client: the log gets it under an id the client sees.
+            let id = format!("{:016x}", rand::random::<u64>());
+            eprintln!("kith serve: error {id} ({}): {}", self.code, self.message);
+            let what = if self.status == StatusCode::INSUFFICIENT_STORAGE {
+                "the server's disk is full and the write was not applied"
+            } else {
+                "internal error"
+            };
+            let message = format!("{what}; the server's log has the details under id {id}");
+            ErrorBody { error: self.code.to_string(), message, id: Some(id) }
+        } else {
+            ErrorBody { error: self.code.to_string(), message: self.message, id: None }
+        };
         let mut r = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
@@ -93,6 +112,8 @@ impl From<kith_store::Error> for ApiError {
             E::SelfFollow(_) => (StatusCode::UNPROCESSABLE_ENTITY, "self_follow"),
             E::AlreadyFollowing { .. } => (StatusCode::CONFLICT, "already_following"),
             E::NotFollowing { .. } => (StatusCode::NOT_FOUND, "not_following"),
+            E::TooExpensive { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_expensive"),
+            E::DiskFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, "disk_full"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         ApiError::new(status, code, e.to_string())
@@ -117,6 +138,9 @@ impl From<kith_feed::Error> for ApiError {
                 (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused")
             }
             E::PostIdTaken(_) => (StatusCode::CONFLICT, "post_id_taken"),
+            E::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
+                (StatusCode::INSUFFICIENT_STORAGE, "disk_full")
+            }
             E::TaskFailed(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
@@ -168,7 +192,12 @@ mod tests {
         let e = ApiError::from(failed.await.unwrap_err());
         assert_eq!((e.status, e.code), (StatusCode::INTERNAL_SERVER_ERROR, "internal"));
         type Make = fn() -> kith_store::Error;
-        let cases: [(Make, StatusCode, &str); 4] = [
+        let cases: [(Make, StatusCode, &str); 5] = [
+            (
+                || kith_store::Error::TooExpensive { what: "vertices visited", limit: 10 },
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "too_expensive",
+            ),
             (|| kith_store::Error::UnknownUser(3), StatusCode::NOT_FOUND, "unknown_user"),
             (|| kith_store::Error::SelfFollow(3), StatusCode::UNPROCESSABLE_ENTITY, "self_follow"),
             (
@@ -189,5 +218,26 @@ mod tests {
             assert_eq!((direct.status, direct.code), (status, code));
             assert_eq!((wrapped.status, wrapped.code), (status, code));
         }
+        let feed = ApiError::from(kith_feed::Error::TooExpensive { what: "followees", limit: 5 });
+        assert_eq!((feed.status, feed.code), (StatusCode::UNPROCESSABLE_ENTITY, "too_expensive"));
+        assert_eq!(feed.message, "followees exceeds the budget of 5");
+    }
+
+    #[tokio::test]
+    async fn a_500_body_names_no_file_and_no_library_text() {
+        let source = std::io::Error::other("rocksdb: IO error: No space left on device");
+        let e = kith_store::Error::Io {
+            context: "writing /srv/secret/store/000042.sst".into(),
+            source,
+        };
+        let response = ApiError::from(e).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let text = body.to_string();
+        assert!(!text.contains("/srv/secret") && !text.contains("rocksdb"), "{text}");
+        assert_eq!(body["error"], "internal");
+        let id = body["id"].as_str().unwrap();
+        assert!(body["message"].as_str().unwrap().contains(id), "{text}");
     }
 }

@@ -5,20 +5,30 @@
 //! storage engine (`Arc<dyn kith_store::Engine>`), on axum. Engine calls run on tokio's
 //! blocking pool ([`kith_feed::blocking`]), never on the executor; friendship writes and
 //! friend-list reads go through the feed, which keeps its cache of friend lists in step. The OpenAPI document (`GET /openapi.json`) is generated from the handlers'
-//! annotations. Every error is JSON with a code; bad input never gets a 500. Writes can
-//! require a bearer token. `GET /metrics` is Prometheus text; `GET /stats` is JSON with the
+//! annotations. Every error is JSON with a code; bad input never gets a 500, and a 500's body
+//! carries only an id under which the detail is logged. Writes can require a bearer token.
+//! Every request's work is bounded: a header-read (and idle) timeout, a request timeout, a
+//! cap on connections and on requests in progress (503 `overloaded` beyond them), body
+//! limits, and a shutdown deadline ([`Limits`]); `Host` is checked against an allow-list
+//! and writes a browser could send cross-site are refused (`guard`). `GET /metrics` is Prometheus text; `GET /stats` is JSON with the
 //! cache hit rates. Shutdown stops accepting, finishes in-flight requests, runs the queued
 //! fan-out, flushes write-back and lets go of the engine.
 //!
 //! What it is not: storage (`kith-store`) or the feed logic (`kith-feed`).
 
+mod config;
 mod error;
 mod extract;
 mod feeds;
+mod guard;
 mod idempotency;
+mod listen;
 mod metrics;
 mod state;
 mod users;
+
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -31,7 +41,7 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use kith_feed::{Feed, FeedConfig};
+use kith_feed::Feed;
 use kith_store::Engine;
 use prometheus::Registry;
 use serde::Serialize;
@@ -39,38 +49,13 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use config::{Limits, Secret, ServerConfig};
 pub use error::{Error, Result};
 
 use error::{ApiError, ErrorBody};
+use guard::Guard;
 use metrics::HttpMetrics;
 use state::AppState;
-
-/// The server's settings.
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    /// Where to listen.
-    pub addr: SocketAddr,
-    /// The largest request body in bytes.
-    pub body_limit: usize,
-    /// When set, writes need `Authorization: Bearer <token>`.
-    pub token: Option<String>,
-    /// Reads need the token too.
-    pub token_reads: bool,
-    /// The feed's settings.
-    pub feed: FeedConfig,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            addr: SocketAddr::from(([127, 0, 0, 1], 7070)),
-            body_limit: 1 << 20,
-            token: None,
-            token_reads: false,
-            feed: FeedConfig::default(),
-        }
-    }
-}
 
 #[derive(OpenApi)]
 #[openapi(
@@ -96,12 +81,24 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
-/// The routes and their OpenAPI document.
-fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// The body limit of routes that carry a data block: the largest block in base64 plus
+/// `body_limit` for the rest of the body.
+fn data_body_limit(body_limit: usize) -> usize {
+    let block = usize::try_from(kith_store::MAX_DATA_BYTES).unwrap_or(usize::MAX);
+    block.div_ceil(3).saturating_mul(4).saturating_add(body_limit)
+}
+
+/// The routes and their OpenAPI document. Every route has `body_limit`, except those that
+/// carry a data block, which have [`data_body_limit`] (the innermost limit wins).
+fn api_routes(body_limit: usize) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let data = OpenApiRouter::new()
+        .routes(routes!(users::put_user))
+        .layer(DefaultBodyLimit::max(data_body_limit(body_limit)));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(users::list_users))
         .routes(routes!(users::random_users))
-        .routes(routes!(users::get_user, users::put_user))
+        .routes(routes!(users::get_user))
+        .merge(data)
         .routes(routes!(users::get_profile, users::put_profile))
         .routes(routes!(users::get_friends))
         .routes(routes!(users::add_friend, users::delete_friend))
@@ -196,6 +193,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 async fn auth(State(s): State<AppState>, req: Request, next: Next) -> Response {
     if let Some(token) = &s.token {
+        let token = token.expose();
         let read = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
         if !read || s.token_reads {
             let given = req
@@ -215,8 +213,8 @@ async fn auth(State(s): State<AppState>, req: Request, next: Next) -> Response {
 }
 
 /// The whole application.
-fn app(state: AppState, body_limit: usize, http: HttpMetrics) -> Router {
-    let (api, doc) = api_routes();
+fn app(state: AppState, body_limit: usize, http: HttpMetrics, guard: Guard) -> Router {
+    let (api, doc) = api_routes(body_limit);
     let doc = Arc::new(doc);
     api.route(
         "/openapi.json",
@@ -232,6 +230,7 @@ fn app(state: AppState, body_limit: usize, http: HttpMetrics) -> Router {
     .method_not_allowed_fallback(method_not_allowed)
     .layer(DefaultBodyLimit::max(body_limit))
     .layer(middleware::from_fn_with_state(state.clone(), auth))
+    .layer(middleware::from_fn_with_state(guard, guard::guard))
     .route_layer(middleware::from_fn_with_state(http.clone(), metrics::track))
     .with_state(state)
 }
@@ -243,17 +242,17 @@ pub struct Served {
     pub addr: SocketAddr,
 }
 
-/// Serves `engine` until `shutdown` completes, then shuts down gracefully: stops accepting,
-/// finishes in-flight requests, runs the queued fan-out, flushes write-back and closes the
-/// journal. The feed's write-back journal lives in `journal_dir` (`kith serve` uses
-/// `<store>/feed-journal`). `on_ready` gets the bound address (useful with port 0).
-pub async fn serve(
+/// Builds the whole application over `engine` without binding a port: the router (every
+/// route, guard, limit and metric `serve` has) and the feed behind it, which the caller
+/// must [`Feed::shutdown`] when done. For driving requests in-process, e.g. a fuzz target
+/// through `tower::ServiceExt::oneshot`. The feed's write-back journal lives in
+/// `journal_dir`.
+#[doc(hidden)]
+pub async fn router(
     engine: Arc<dyn Engine>,
     journal_dir: PathBuf,
-    config: ServerConfig,
-    on_ready: impl FnOnce(SocketAddr) + Send,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<Served> {
+    config: &ServerConfig,
+) -> Result<(Router, Arc<Feed>)> {
     let registry = Registry::new();
     let feed = Feed::open(engine.clone(), journal_dir, config.feed.clone(), &registry).await?;
     let http = HttpMetrics::new(&registry);
@@ -261,17 +260,37 @@ pub async fn serve(
         engine,
         feed: feed.clone(),
         registry,
-        token: config.token.as_deref().map(Arc::from),
+        token: config.token.clone().map(Arc::new),
         token_reads: config.token_reads,
     };
+    let guard = Guard {
+        allowed_hosts: config.allowed_hosts.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),
+        loopback: config.addr.ip().is_loopback(),
+        in_flight: Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrent_requests)),
+        request_timeout: config.limits.request_timeout,
+    };
+    Ok((app(state, config.body_limit, http, guard), feed))
+}
+
+/// Serves `engine` until `shutdown` completes, then shuts down gracefully: stops accepting,
+/// finishes in-flight requests (dropping those still running after
+/// `config.limits.shutdown_timeout`), runs the queued fan-out, flushes write-back and
+/// closes the journal. The feed's write-back journal lives in `journal_dir` (`kith serve`
+/// uses `<store>/feed-journal`). `on_ready` gets the bound address (useful with port 0).
+pub async fn serve(
+    engine: Arc<dyn Engine>,
+    journal_dir: PathBuf,
+    config: ServerConfig,
+    on_ready: impl FnOnce(SocketAddr) + Send,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Served> {
+    let (app, feed) = router(engine, journal_dir, &config).await?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|source| Error::Listen { addr: config.addr, source })?;
     let addr = listener.local_addr()?;
     on_ready(addr);
-    axum::serve(listener, app(state, config.body_limit, http))
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    listen::run(listener, app, &config.limits, shutdown).await;
     feed.shutdown().await?;
     Ok(Served { addr })
 }

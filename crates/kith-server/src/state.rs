@@ -15,6 +15,6 @@ pub(crate) struct AppState {
     /// Follows, posts, feeds, and every friendship write and friend-list read.
     pub(crate) feed: Arc<Feed>,
     pub(crate) registry: Registry,
-    pub(crate) token: Option<Arc<str>>,
+    pub(crate) token: Option<Arc<crate::Secret>>,
     pub(crate) token_reads: bool,
 }

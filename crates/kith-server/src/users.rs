@@ -57,10 +57,32 @@ pub struct UserJson {
     pub uid: u64,
     /// The profile.
     pub profile: ProfileJson,
-    /// Friends' ids, ascending.
+    /// The first friends' ids, ascending: at most [`USER_FRIENDS_PAGE`] of them; the rest
+    /// are read a page at a time from `GET /users/{uid}/friends?offset=100`.
     pub friends: Vec<u64>,
+    /// How many friends the user has.
+    pub friends_total: u64,
     /// Size of the data block in bytes.
     pub data_bytes: u64,
+}
+
+/// The most friends a user's representation lists: a user may have up to 2^20 friends,
+/// and one response must stay small.
+pub const USER_FRIENDS_PAGE: usize = 100;
+
+impl From<kith_store::User> for UserJson {
+    fn from(u: kith_store::User) -> Self {
+        let friends_total = u.friends.len() as u64;
+        let mut friends = u.friends;
+        friends.truncate(USER_FRIENDS_PAGE);
+        UserJson {
+            uid: u.uid,
+            profile: u.profile.into(),
+            friends,
+            friends_total,
+            data_bytes: u.data_bytes,
+        }
+    }
 }
 
 /// A whole user, as `PUT /users/{uid}` takes it.
@@ -253,7 +275,7 @@ pub(crate) fn page_limit(
     }
 }
 
-/// The whole user.
+/// The user: profile, data size, friend count and the first page of friends.
 #[utoipa::path(get, path = "/users/{uid}", tag = "users",
     params(("uid" = u64, Path, description = "User id")),
     responses((status = 200, body = UserJson), (status = 404, body = ErrorBody)))]
@@ -261,13 +283,7 @@ pub async fn get_user(
     State(s): State<AppState>,
     Path(uid): Path<u64>,
 ) -> ApiResult<axum::Json<UserJson>> {
-    let u = engine_call(&s, move |e| e.get_user(uid)).await?;
-    Ok(axum::Json(UserJson {
-        uid: u.uid,
-        profile: u.profile.into(),
-        friends: u.friends,
-        data_bytes: u.data_bytes,
-    }))
+    Ok(axum::Json(engine_call(&s, move |e| e.get_user(uid)).await?.into()))
 }
 
 /// Creates or replaces a whole user: profile, friends and optionally the data block.
@@ -298,13 +314,7 @@ pub async fn put_user(
             Some(bytes)
         }
     };
-    let u = s.feed.put_user(uid, body.profile.into(), body.friends, data).await?;
-    Ok(axum::Json(UserJson {
-        uid: u.uid,
-        profile: u.profile.into(),
-        friends: u.friends,
-        data_bytes: u.data_bytes,
-    }))
+    Ok(axum::Json(s.feed.put_user(uid, body.profile.into(), body.friends, data).await?.into()))
 }
 
 /// The profile.

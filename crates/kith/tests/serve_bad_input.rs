@@ -216,3 +216,72 @@ fn bad_input_gets_a_json_4xx_and_changes_nothing() {
     );
     assert_eq!(s, 200);
 }
+
+/// `n` bytes of 0x07 in base64 (standard alphabet): "BwcH" per three bytes.
+fn sevens_base64(n: usize) -> String {
+    let tail = ["", "Bw==", "Bwc="][n % 3];
+    format!("{}{tail}", "BwcH".repeat(n / 3))
+}
+
+#[test]
+fn a_data_block_of_the_documented_size_fits_and_one_larger_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), "50");
+    let server = Server::start(&store, &[]);
+    let http = client();
+    let max = 4usize << 20; // kith_store::MAX_DATA_BYTES, the documented limit
+    let put = |bytes: usize| {
+        let data = sevens_base64(bytes);
+        body(
+            http.put(server.url("/users/3"))
+                .json(&json!({"profile": {"name": "big"}, "data_base64": data}))
+                .send()
+                .unwrap(),
+        )
+    };
+    let (s, r) = put(max);
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["data_bytes"], max as u64);
+    let (s, r) = put(max + 1);
+    assert_eq!((s, r["error"].as_str()), (413, Some("too_large")), "{r}");
+    let (s, r) = put(max + max / 2);
+    assert_eq!((s, r["error"].as_str()), (413, Some("too_large")), "{r}");
+    // Routes without a data block keep the small limit.
+    let (s, r) = body(
+        http.put(server.url("/users/3/profile"))
+            .json(&json!({"name": "x".repeat(2 << 20)}))
+            .send()
+            .unwrap(),
+    );
+    assert_eq!((s, r["error"].as_str()), (413, Some("too_large")), "{r}");
+}
+
+#[test]
+fn a_user_lists_its_first_friends_and_the_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), "300");
+    let server = Server::start(&store, &[]);
+    let http = client();
+    let friends: Vec<u64> = (1..=250).collect();
+    let (s, put) = body(
+        http.put(server.url("/users/0"))
+            .json(&json!({"profile": {"name": "popular"}, "friends": friends}))
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(s, 200, "{put}");
+    let (s, user) = body(http.get(server.url("/users/0")).send().unwrap());
+    assert_eq!(s, 200);
+    for u in [&put, &user] {
+        assert_eq!(u["friends_total"], 250, "{u}");
+        let first: Vec<u64> =
+            u["friends"].as_array().unwrap().iter().map(|f| f.as_u64().unwrap()).collect();
+        assert_eq!(first, (1..=100).collect::<Vec<u64>>());
+    }
+    let (_, rest) =
+        body(http.get(server.url("/users/0/friends?offset=100&limit=1000")).send().unwrap());
+    assert_eq!(rest["friends"].as_array().unwrap().len(), 150);
+    let (_, doc) = body(http.get(server.url("/openapi.json")).send().unwrap());
+    let user_schema = &doc["components"]["schemas"]["UserJson"]["properties"];
+    assert!(user_schema.get("friends_total").is_some(), "{user_schema}");
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use kith_feed::{CacheMode, FeedConfig, Strategy};
-use kith_server::ServerConfig;
+use kith_server::{Limits, Secret, ServerConfig};
 use kith_store::{OpenOptions, Store};
 
 #[derive(Debug, Args)]
@@ -44,15 +44,41 @@ pub(crate) struct ServeArgs {
     /// at once; the TTL bounds staleness from other servers sharing the same Redis.
     #[arg(long, default_value_t = 60.0)]
     friends_ttl_s: f64,
-    /// Writes need `Authorization: Bearer <token>`.
-    #[arg(long, env = "KITH_TOKEN")]
+    /// Writes need `Authorization: Bearer <token>` (an empty token is refused).
+    #[arg(long, env = "KITH_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// Reads need the token too.
     #[arg(long, requires = "token")]
     token_reads: bool,
-    /// Largest request body in bytes.
+    /// Largest request body in bytes (routes that carry a data block also fit the largest
+    /// block in base64).
     #[arg(long, default_value_t = 1 << 20)]
     body_limit: usize,
+    /// A host name (optionally with a port) requests may name in `Host`, besides loopback
+    /// names and addresses; repeat for several. On a loopback address other names are
+    /// refused (421), against DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Milliseconds a connection may take to send a request's headers; also the idle
+    /// keep-alive timeout.
+    #[arg(long, default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// Milliseconds one request may take, its body included (then 408).
+    #[arg(long, default_value_t = 30_000)]
+    request_timeout_ms: u64,
+    /// Most open connections; more are answered 503 and closed.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
+    /// Most requests in progress; more are answered 503 at once.
+    #[arg(long, default_value_t = 1024)]
+    max_concurrent_requests: usize,
+    /// Milliseconds in-flight requests get to finish after SIGTERM/SIGINT before their
+    /// connections are dropped.
+    #[arg(long, default_value_t = 10_000)]
+    shutdown_timeout_ms: u64,
+    /// Most threads running store calls at once (tokio's blocking pool); more calls queue.
+    #[arg(long, default_value_t = 64)]
+    max_blocking_threads: usize,
     /// RocksDB block cache in bytes.
     #[arg(long)]
     block_cache_bytes: Option<usize>,
@@ -67,11 +93,32 @@ fn config(args: &ServeArgs) -> Result<ServerConfig> {
         "--friends-ttl-s must be a positive number of seconds"
     );
     anyhow::ensure!(args.timeline_len > 0, "--timeline-len must be at least 1");
+    anyhow::ensure!(
+        args.token.as_ref().is_none_or(|t| !t.trim().is_empty()),
+        "--token (or KITH_TOKEN) is empty; give a non-empty token, or leave it unset for no token"
+    );
+    for (name, value) in [
+        ("--header-timeout-ms", args.header_timeout_ms),
+        ("--request-timeout-ms", args.request_timeout_ms),
+        ("--max-connections", args.max_connections as u64),
+        ("--max-concurrent-requests", args.max_concurrent_requests as u64),
+        ("--max-blocking-threads", args.max_blocking_threads as u64),
+    ] {
+        anyhow::ensure!(value > 0, "{name} must be at least 1");
+    }
     Ok(ServerConfig {
         addr: args.addr,
         body_limit: args.body_limit,
-        token: args.token.clone(),
+        token: args.token.clone().map(Secret::new),
         token_reads: args.token_reads,
+        allowed_hosts: args.allowed_hosts.clone(),
+        limits: Limits {
+            header_read_timeout: Duration::from_millis(args.header_timeout_ms),
+            request_timeout: Duration::from_millis(args.request_timeout_ms),
+            max_connections: args.max_connections,
+            max_concurrent_requests: args.max_concurrent_requests,
+            shutdown_timeout: Duration::from_millis(args.shutdown_timeout_ms),
+        },
         feed: FeedConfig {
             strategy: args.feed.parse::<Strategy>().map_err(anyhow::Error::msg)?,
             cache: args.cache.parse::<CacheMode>().map_err(anyhow::Error::msg)?,
@@ -87,14 +134,30 @@ fn config(args: &ServeArgs) -> Result<ServerConfig> {
     })
 }
 
+/// The warning for a server anyone on the network can reach and write to, if it is one.
+fn exposure_warning(addr: SocketAddr, token: bool) -> Option<String> {
+    (!addr.ip().is_loopback() && !token).then(|| {
+        format!(
+            "kith serve: warning: listening on {addr}, which is not a loopback address, without \
+             --token: anyone who can reach it can change users, friendships and posts"
+        )
+    })
+}
+
 pub(crate) fn run(args: ServeArgs) -> Result<()> {
     let config = config(&args)?;
+    if let Some(w) = exposure_warning(args.addr, args.token.is_some()) {
+        eprintln!("{w}");
+    }
     let options = OpenOptions { block_cache_bytes: args.block_cache_bytes, ..Default::default() };
     let store = Arc::new(
         Store::open(&args.dir, &options)
             .with_context(|| format!("opening the store in {}", args.dir.display()))?,
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(args.max_blocking_threads)
+        .build()?;
     let describe = format!(
         "feed {}, cache {}, backend {}",
         args.feed,
@@ -120,4 +183,19 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
         "kith serve: shut down cleanly (in-flight requests finished, write-back flushed, store closed)"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_non_loopback_address_without_a_token_is_warned_about() {
+        let any: SocketAddr = "0.0.0.0:7070".parse().unwrap();
+        let lo: SocketAddr = "127.0.0.1:7070".parse().unwrap();
+        let w = exposure_warning(any, false).expect("a warning");
+        assert!(w.contains("0.0.0.0:7070") && w.contains("--token"), "{w}");
+        assert!(exposure_warning(any, true).is_none());
+        assert!(exposure_warning(lo, false).is_none());
+    }
 }

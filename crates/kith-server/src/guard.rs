@@ -1,0 +1,198 @@
+//! The checks every request passes before it reaches a handler: its `Host` is one this
+//! server answers to (DNS rebinding), a write is not one a browser could send cross-site
+//! without a preflight (CSRF), the server is not already working on as many requests as it
+//! allows (load shedding), and the request finishes within its time (slow bodies).
+//!
+//! Why these: with no token a page on another site could otherwise add friendships with a
+//! plain form POST, and a page under a rebound DNS name could read every user through the
+//! visitor's browser. Requests with JSON bodies or no body, no `Origin` and no
+//! `Sec-Fetch-Site` (what `curl`, scripts and the benchmarks send) pass unchanged.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::Semaphore;
+
+use crate::error::ApiError;
+
+/// What the checks need.
+#[derive(Clone, Debug)]
+pub(crate) struct Guard {
+    /// Extra host names (lowercase, each with or without a port) this server answers to.
+    pub(crate) allowed_hosts: Arc<[String]>,
+    /// Whether the server listens on a loopback address: then only loopback names and
+    /// `allowed_hosts` are accepted in `Host`.
+    pub(crate) loopback: bool,
+    /// One permit per request in progress.
+    pub(crate) in_flight: Arc<Semaphore>,
+    /// The most a request may take, body included.
+    pub(crate) request_timeout: Duration,
+}
+
+/// Content types a browser form (or `fetch` without a preflight) can send cross-site.
+const SIMPLE_TYPES: [&str; 3] =
+    ["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"];
+
+/// Splits `host[:port]` (with `[v6]` brackets) into its lowercase name and the whole.
+fn host_name(authority: &str) -> String {
+    let a = authority.trim().to_ascii_lowercase();
+    if let Some(rest) = a.strip_prefix('[') {
+        return rest.split(']').next().map_or(a.clone(), |v6| format!("[{v6}]"));
+    }
+    match a.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name.to_string(),
+        _ => a,
+    }
+}
+
+impl Guard {
+    /// Whether `authority` (a `Host` value or an origin's host and port) names this server.
+    fn allowed(&self, authority: &str) -> bool {
+        let name = host_name(authority);
+        // An address cannot be rebound to another site, only names can.
+        let literal = name.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok();
+        if literal || name == "localhost" {
+            return true;
+        }
+        let whole = authority.trim().to_ascii_lowercase();
+        if self.allowed_hosts.iter().any(|h| *h == name || *h == whole) {
+            return true;
+        }
+        !self.loopback && self.allowed_hosts.is_empty()
+    }
+
+    /// Why a write could have come from another site's page, if it could.
+    fn cross_site(&self, headers: &HeaderMap, host: Option<&str>) -> Option<String> {
+        let text = |name| headers.get(name).and_then(|v: &header::HeaderValue| v.to_str().ok());
+        if let Some(site) = text("sec-fetch-site")
+            && (site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site"))
+        {
+            return Some(format!("a write from another site (Sec-Fetch-Site: {site})"));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            let authority = origin.split_once("://").map(|(_, a)| a.trim_end_matches('/'));
+            let same = match (authority, host) {
+                (Some(a), Some(h)) => a.eq_ignore_ascii_case(h.trim()),
+                _ => false,
+            };
+            if !same
+                && !authority.is_some_and(|a| self.allowed_hosts.contains(&a.to_ascii_lowercase()))
+            {
+                return Some(format!("a write from another origin (Origin: {origin:?})"));
+            }
+        }
+        if let Some(ct) = text(header::CONTENT_TYPE.as_str()) {
+            let essence = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            if SIMPLE_TYPES.contains(&essence.as_str()) {
+                return Some(format!(
+                    "a write with Content-Type {essence}, which any web page can send; send application/json or no body"
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// The middleware: host, cross-site, load and time checks, in that order.
+pub(crate) async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}").to_string())
+        .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    if let Some(h) = &host
+        && !g.allowed(h)
+    {
+        return ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "unknown_host",
+            format!("Host {h:?} is not one this server answers to (see --allowed-host)"),
+        )
+        .into_response();
+    }
+    let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if write && let Some(why) = g.cross_site(req.headers(), host.as_deref()) {
+        return ApiError::new(StatusCode::FORBIDDEN, "cross_site", format!("refused {why}"))
+            .into_response();
+    }
+    let Ok(_permit) = g.in_flight.clone().try_acquire_owned() else {
+        return overloaded("requests in progress").into_response();
+    };
+    match tokio::time::timeout(g.request_timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!("the request took longer than {} ms", g.request_timeout.as_millis()),
+        )
+        .into_response(),
+    }
+}
+
+/// 503 `overloaded`: a limit on `what` is reached; the client should retry later.
+pub(crate) fn overloaded(what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        format!("the server is at its limit of {what}; retry later"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(loopback: bool, allowed: &[&str]) -> Guard {
+        Guard {
+            allowed_hosts: allowed.iter().map(|s| s.to_string()).collect(),
+            loopback,
+            in_flight: Arc::new(Semaphore::new(1)),
+            request_timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn hosts() {
+        let g = guard(true, &["kith.example"]);
+        for ok in ["localhost:7070", "127.0.0.1:1", "[::1]:80", "LOCALHOST", "kith.example:9"] {
+            assert!(g.allowed(ok), "{ok}");
+        }
+        for bad in ["evil.example", "evil.example:7070", "localhost.evil.example"] {
+            assert!(!g.allowed(bad), "{bad}");
+        }
+        assert!(guard(false, &[]).allowed("anything.example"));
+        assert!(!guard(false, &["kith.example"]).allowed("anything.example"));
+    }
+
+    #[test]
+    fn cross_site_writes() {
+        let g = guard(true, &[]);
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, v.parse().unwrap());
+            }
+            h
+        };
+        let host = Some("127.0.0.1:7070");
+        assert!(g.cross_site(&headers(&[]), host).is_none());
+        assert!(g.cross_site(&headers(&[("content-type", "application/json")]), host).is_none());
+        assert!(g.cross_site(&headers(&[("origin", "http://127.0.0.1:7070")]), host).is_none());
+        assert!(g.cross_site(&headers(&[("sec-fetch-site", "same-origin")]), host).is_none());
+        for bad in [
+            headers(&[("origin", "https://evil.example")]),
+            headers(&[("origin", "null")]),
+            headers(&[("sec-fetch-site", "cross-site")]),
+            headers(&[("content-type", "application/x-www-form-urlencoded")]),
+            headers(&[("content-type", "text/plain; charset=utf-8")]),
+        ] {
+            assert!(g.cross_site(&bad, host).is_some(), "{bad:?}");
+        }
+    }
+}
