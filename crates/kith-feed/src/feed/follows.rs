@@ -46,7 +46,14 @@ impl Feed {
             for &t in targets {
                 if self.pushed(t)? {
                     let ids = self.author_recent(t).await?;
-                    self.backend.timeline_add(&[uid], &ids, self.config.timeline_len).await?;
+                    // The follow is stored: a cache failure here must not fail it. A timeline
+                    // that missed the backfill is marked stale by the backend and rebuilt from
+                    // the store when next read.
+                    let added = self.backend.timeline_add(&[uid], &ids, self.config.timeline_len);
+                    if let Err(e) = added.await {
+                        self.metrics.cache_errors.inc();
+                        self.backend.carried_on("a follow's timeline backfill", &e);
+                    }
                 }
             }
         }
@@ -75,7 +82,12 @@ impl Feed {
         .await?;
         if self.config.strategy != Strategy::Pull {
             let ids = self.author_recent(target).await?;
-            self.backend.timeline_remove(uid, &ids).await?;
+            // The unfollow is stored: feed reads drop posts of authors no longer followed, so
+            // a removal the cache missed costs space, not correctness.
+            if let Err(e) = self.backend.timeline_remove(uid, &ids).await {
+                self.metrics.cache_errors.inc();
+                self.backend.carried_on("an unfollow's timeline removal", &e);
+            }
             let t = self.config.celebrity_threshold;
             if self.config.strategy == Strategy::Hybrid && before > t && after <= t {
                 // TODO(issue 18): this job lives only in memory; a crash before it runs

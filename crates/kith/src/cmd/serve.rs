@@ -85,6 +85,30 @@ pub(crate) struct ServeArgs {
     /// Write-back: milliseconds between moves of journaled posts into the store.
     #[arg(long, default_value_t = 20)]
     flush_interval_ms: u64,
+    /// Push and hybrid: followers read and delivered to at once by a fan-out job.
+    #[arg(long, default_value_t = 1024)]
+    fanout_batch: usize,
+    /// The most followees one feed read merges; a reader following more gets 422
+    /// too_expensive.
+    #[arg(long, default_value_t = 2000)]
+    max_followees_per_read: usize,
+    /// Seconds an Idempotency-Key is remembered.
+    #[arg(long, default_value_t = 24 * 3600)]
+    idempotency_ttl_s: u64,
+    /// Friend-list entries one shortest-path or neighbourhood request may read before it gets
+    /// 422 too_expensive.
+    #[arg(long, default_value_t = kith_store::DEFAULT_TRAVERSAL_BUDGET)]
+    traversal_budget: u64,
+    /// Redis: the longest a connection attempt may take.
+    #[arg(long, default_value_t = 1000)]
+    redis_connect_timeout_ms: u64,
+    /// Redis: the longest a reply may take; a slower Redis counts as down and requests are
+    /// answered from the store.
+    #[arg(long, default_value_t = 250)]
+    redis_response_timeout_ms: u64,
+    /// Redis: while it is down, how often it is tried again.
+    #[arg(long, default_value_t = 1000)]
+    redis_probe_interval_ms: u64,
 }
 
 fn config(args: &ServeArgs) -> Result<ServerConfig> {
@@ -103,6 +127,13 @@ fn config(args: &ServeArgs) -> Result<ServerConfig> {
         ("--max-connections", args.max_connections as u64),
         ("--max-concurrent-requests", args.max_concurrent_requests as u64),
         ("--max-blocking-threads", args.max_blocking_threads as u64),
+        ("--fanout-batch", args.fanout_batch as u64),
+        ("--max-followees-per-read", args.max_followees_per_read as u64),
+        ("--idempotency-ttl-s", args.idempotency_ttl_s),
+        ("--traversal-budget", args.traversal_budget),
+        ("--redis-connect-timeout-ms", args.redis_connect_timeout_ms),
+        ("--redis-response-timeout-ms", args.redis_response_timeout_ms),
+        ("--redis-probe-interval-ms", args.redis_probe_interval_ms),
     ] {
         anyhow::ensure!(value > 0, "{name} must be at least 1");
     }
@@ -129,6 +160,12 @@ fn config(args: &ServeArgs) -> Result<ServerConfig> {
             redis_prefix: args.redis_prefix.clone(),
             friends_ttl: Duration::from_secs_f64(args.friends_ttl_s),
             flush_interval: Duration::from_millis(args.flush_interval_ms.max(1)),
+            fanout_batch: args.fanout_batch,
+            max_followees_per_read: args.max_followees_per_read,
+            idempotency_ttl: Duration::from_secs(args.idempotency_ttl_s),
+            redis_connect_timeout: Duration::from_millis(args.redis_connect_timeout_ms),
+            redis_response_timeout: Duration::from_millis(args.redis_response_timeout_ms),
+            redis_probe_interval: Duration::from_millis(args.redis_probe_interval_ms),
             ..FeedConfig::default()
         },
     })
@@ -149,7 +186,11 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     if let Some(w) = exposure_warning(args.addr, args.token.is_some()) {
         eprintln!("{w}");
     }
-    let options = OpenOptions { block_cache_bytes: args.block_cache_bytes, ..Default::default() };
+    let options = OpenOptions {
+        block_cache_bytes: args.block_cache_bytes,
+        traversal_budget: args.traversal_budget,
+        ..Default::default()
+    };
     let store = Arc::new(
         Store::open(&args.dir, &options)
             .with_context(|| format!("opening the store in {}", args.dir.display()))?,
