@@ -53,6 +53,8 @@ mod device_map;
 mod engine;
 mod error;
 mod feed_db;
+#[doc(hidden)]
+pub mod fuzzing;
 mod generation;
 mod io;
 mod keys;
