@@ -40,6 +40,10 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 cargo test --workspace --release
 cargo build --release -p kith
 
+# Every fuzz target over its checked-in corpus, then a few seconds of fuzzing each
+# (scripts/fuzz.sh --seconds N for a real run).
+bash scripts/fuzz.sh --smoke
+
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 KITH_BIN="$target_dir/release/kith" python3 -m pytest -q tests/oracle

@@ -55,6 +55,8 @@ mod error;
 mod feed_db;
 mod feed_log;
 mod friend_ops;
+#[doc(hidden)]
+pub mod fuzzing;
 mod generation;
 mod io;
 mod keys;
