@@ -62,7 +62,11 @@ triple=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --release --manifest-path fuzz/Cargo.toml --target "$triple" --bins
 
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+# The targets' own files (inputs handed to readers, the HTTP target's store) go here,
+# in memory where the machine has /dev/shm.
+shm=$(mktemp -d -p "$([ -d /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")" kith-fuzz.XXXXXX)
+export KITH_FUZZ_SCRATCH="$shm"
+trap 'rm -rf "$scratch" "$shm"' EXIT
 results=()
 status=0
 for t in "${targets[@]}"; do

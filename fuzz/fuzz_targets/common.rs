@@ -8,10 +8,21 @@ use std::sync::OnceLock;
 use kith_graph::Graph;
 
 /// Writes `bytes` to `name` in this process's scratch directory and returns its path.
+#[allow(dead_code)]
 pub fn write(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = scratch().join(name);
+    std::fs::write(&path, bytes).expect("writing the input");
+    path
+}
+
+/// This process's scratch directory: under `KITH_FUZZ_SCRATCH` (which `scripts/fuzz.sh`
+/// sets and removes afterwards), else in memory where the machine has `/dev/shm`.
+pub fn scratch() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let base = if std::path::Path::new("/dev/shm").is_dir() {
+    DIR.get_or_init(|| {
+        let base = if let Some(d) = std::env::var_os("KITH_FUZZ_SCRATCH") {
+            PathBuf::from(d)
+        } else if std::path::Path::new("/dev/shm").is_dir() {
             PathBuf::from("/dev/shm")
         } else {
             std::env::temp_dir()
@@ -19,10 +30,8 @@ pub fn write(name: &str, bytes: &[u8]) -> PathBuf {
         let dir = base.join(format!("kith-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("creating the scratch directory");
         dir
-    });
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).expect("writing the input");
-    path
+    })
+    .clone()
 }
 
 /// Panics unless `g` is a well-formed graph: adjacency in range, sorted, without self loops

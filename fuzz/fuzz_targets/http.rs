@@ -26,6 +26,9 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+#[path = "common.rs"]
+mod common;
+
 const TOKEN: &str = "fuzz-token";
 /// Users the store is built with (uids 0..BUILT); puts may add uids up to USERS.
 const BUILT: u64 = 16;
@@ -99,8 +102,7 @@ struct World {
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
-        let base = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-        let dir = tempfile::tempdir_in(base).expect("a scratch directory");
+        let dir = tempfile::tempdir_in(common::scratch()).expect("a scratch directory");
         let graph = Graph::from_edges((0..BUILT).collect(), false, Vec::new());
         let options = BuildOptions { data: DataSpec::Fixed(8), ..BuildOptions::default() };
         let layout = Layout::identity(BUILT as usize);

@@ -23,6 +23,8 @@ mod cache;
 mod config;
 mod error;
 mod feed;
+#[doc(hidden)]
+pub mod fuzzing;
 mod journal;
 mod metrics;
 mod post;

@@ -72,23 +72,22 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = if self.status.is_server_error()
-            && self.status != StatusCode::SERVICE_UNAVAILABLE
-        {
-            // The detail of a server fault (RocksDB's or the OS's text, file paths) is for
-            // the operator, not the client: the log gets it under an id the client sees.
-            let id = format!("{:016x}", rand::random::<u64>());
-            eprintln!("kith serve: error {id} ({}): {}", self.code, self.message);
-            let what = if self.status == StatusCode::INSUFFICIENT_STORAGE {
-                "the server's disk is full and the write was not applied"
+        let body =
+            if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
+                // The detail of a server fault (RocksDB's or the OS's text, file paths) is for
+                // the operator, not the client: the log gets it under an id the client sees.
+                let id = format!("{:016x}", rand::random::<u64>());
+                eprintln!("kith serve: error {id} ({}): {}", self.code, self.message);
+                let what = if self.status == StatusCode::INSUFFICIENT_STORAGE {
+                    "the server's disk is full and the write was not applied"
+                } else {
+                    "internal error"
+                };
+                let message = format!("{what}; the server's log has the details under id {id}");
+                ErrorBody { error: self.code.to_string(), message, id: Some(id) }
             } else {
-                "internal error"
+                ErrorBody { error: self.code.to_string(), message: self.message, id: None }
             };
-            let message = format!("{what}; the server's log has the details under id {id}");
-            ErrorBody { error: self.code.to_string(), message, id: Some(id) }
-        } else {
-            ErrorBody { error: self.code.to_string(), message: self.message, id: None }
-        };
         let mut r = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(

@@ -83,6 +83,15 @@ pub(crate) fn full_merge(
     existing: Option<&[u8]>,
     operands: &MergeOperands,
 ) -> Option<Vec<u8>> {
+    fold(key, existing, operands)
+}
+
+/// The full merge over any operands (the fuzz target folds byte strings of its own).
+pub(crate) fn fold<'o>(
+    key: &[u8],
+    existing: Option<&[u8]>,
+    operands: impl IntoIterator<Item = &'o [u8]>,
+) -> Option<Vec<u8>> {
     let payload = record::unseal(key, existing?).ok()?;
     let (head, pairs) = payload.split_at_checked(12)?;
     let count = u32::from_le_bytes(head[8..12].try_into().ok()?) as usize;

@@ -49,8 +49,8 @@ impl Feed {
                     // The follow is stored: a cache failure here must not fail it. A timeline
                     // that missed the backfill is marked stale by the backend and rebuilt from
                     // the store when next read.
-                    let added = self.backend.timeline_add(&[uid], &ids, self.config.timeline_len);
-                    if let Err(e) = added.await {
+                    let cap = self.config.timeline_len;
+                    if let Err(e) = self.backend.timeline_add(&[uid], &ids, cap).await {
                         self.metrics.cache_errors.inc();
                         self.backend.carried_on("a follow's timeline backfill", &e);
                     }

@@ -133,7 +133,7 @@ pub struct Journal {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-fn segment_path(dir: &Path, seq: u64) -> PathBuf {
+pub(crate) fn segment_path(dir: &Path, seq: u64) -> PathBuf {
     dir.join(format!("{seq:020}.log"))
 }
 
