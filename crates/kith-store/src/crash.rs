@@ -276,11 +276,12 @@ fn read_log(log: &str, check: &mut CrashCheck) -> Ledger {
     let mut ledger = Ledger::default();
     for line in log.lines() {
         let parts: Vec<&str> = line.split_whitespace().collect();
+        if parts.first() == Some(&"R") {
+            check.relayouts += 1;
+            continue;
+        }
         let nums: Option<Vec<u64>> = parts.iter().skip(2).map(|s| s.parse().ok()).collect();
         let (Some(kind), Some(what), Some(n)) = (parts.first(), parts.get(1), nums) else {
-            if parts.first() == Some(&"R") {
-                check.relayouts += 1;
-            }
             continue;
         };
         let acked = match *kind {
@@ -398,10 +399,11 @@ mod tests {
         store.put_profile(2, &profile_for(2, 5)).unwrap();
         store.put_data(3, &data_for(3, 10)).unwrap();
         let log = "T friend 1 7 1\nA friend 1 7 1\nT friend 1 7 0\nA friend 1 7 0\n\
-                   T profile 2 5\nA profile 2 5\nT data 3 9\nA data 3 9\nT data 3 10\nA data";
+                   R 60\nT profile 2 5\nA profile 2 5\nT data 3 9\nA data 3 9\nT data 3 10\nA data";
         let check = check_crash_log(&store, log).unwrap();
         assert!(check.lost.is_empty(), "{:?}", check.lost);
         assert_eq!(check.acknowledged, 4);
+        assert_eq!(check.relayouts, 1);
         assert_eq!(check.items_checked, 3);
         // Now the delete and the profile are "lost".
         store.add_friend(1, 7).unwrap();
