@@ -22,7 +22,7 @@ pub enum Error {
         limit: u64,
     },
     /// A per-request budget was exceeded: the request would cost more than one request may.
-    #[error("{what} exceeds the budget of {limit} for one request")]
+    #[error("{what} exceeds the budget of {limit}")]
     TooExpensive {
         /// What was counted.
         what: &'static str,
