@@ -29,6 +29,8 @@ mod journal;
 mod metrics;
 mod post;
 mod task;
+#[doc(hidden)]
+pub mod testing;
 
 pub use config::{CacheMode, FeedConfig, Strategy};
 pub use error::{Error, Result};

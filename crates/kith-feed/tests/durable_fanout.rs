@@ -9,14 +9,15 @@
 
 mod common;
 
-use common::{PrivateRedis, feed_contents, open_feed, prefix, runtime, small_store};
+use common::{feed_contents, open_feed, prefix, runtime, small_store};
+use kith_feed::testing::RedisServer;
 use kith_feed::{CacheMode, FeedConfig, Strategy};
 
-fn config(redis: &PrivateRedis, prefix: &str, strategy: Strategy) -> FeedConfig {
+fn config(redis: &RedisServer, prefix: &str, strategy: Strategy) -> FeedConfig {
     FeedConfig {
         strategy,
         cache: CacheMode::None,
-        redis: Some(redis.url.clone()),
+        redis: Some(redis.url().to_string()),
         redis_prefix: prefix.into(),
         ..Default::default()
     }
@@ -25,7 +26,7 @@ fn config(redis: &PrivateRedis, prefix: &str, strategy: Strategy) -> FeedConfig 
 fn crash_after_ack(strategy: Strategy) {
     let dir = tempfile::tempdir().unwrap();
     let store = small_store(dir.path(), 8);
-    let redis = PrivateRedis::start();
+    let redis = RedisServer::start();
     let prefix = prefix("crash");
     let rt = runtime();
     let feed = open_feed(&rt, &store, config(&redis, &prefix, strategy));
@@ -75,7 +76,7 @@ fn an_acknowledged_hybrid_post_reaches_timelines_after_a_crash() {
 fn a_cache_failure_after_the_commit_is_a_warning_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let store = small_store(dir.path(), 4);
-    let redis = PrivateRedis::start();
+    let redis = RedisServer::start();
     let config =
         FeedConfig { cache: CacheMode::Aside, ..config(&redis, &prefix("aside"), Strategy::Push) };
     let rt = runtime();
@@ -101,7 +102,7 @@ fn a_cache_failure_after_the_commit_is_a_warning_not_an_error() {
 fn failed_fan_out_is_retried_until_redis_takes_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = small_store(dir.path(), 4);
-    let redis = PrivateRedis::start();
+    let redis = RedisServer::start();
     let rt = runtime();
     let feed = open_feed(&rt, &store, config(&redis, &prefix("retry"), Strategy::Push));
     rt.block_on(feed.follow(1, vec![0])).unwrap();

@@ -1,13 +1,12 @@
-//! What the service benchmarks and experiments set up: a kith-layout store, and child
-//! processes on loopback (`kith serve`, `redis-server`), each stopped (SIGTERM, then waited
-//! for) when dropped.
+//! What the service benchmarks and experiments set up: a kith-layout store, and `kith serve`
+//! on loopback, stopped (SIGTERM, then waited for) when dropped. Their `redis-server`s come
+//! from the launcher the tests use too, `kith_feed::testing::RedisServer`.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// A child stopped with SIGTERM when dropped.
 #[derive(Debug)]
@@ -43,36 +42,6 @@ pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildPr
         .with_context(|| format!("kith serve did not start: {line:?}"))?
         .to_string();
     Ok((server, format!("http://{addr}")))
-}
-
-/// Starts Debian's `redis-server` on a free loopback port, without persistence, with any
-/// extra arguments (e.g. `--maxmemory 2mb`); returns it and its URL.
-pub(crate) fn start_redis(extra: &[String]) -> Result<(ChildProcess, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting redis-server (apt-get install redis-server)")?;
-    let redis = ChildProcess(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline {
-            bail!("redis-server did not start on port {port}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok((redis, format!("redis://127.0.0.1:{port}")))
 }
 
 /// Builds a store of `graph` (undirected) under kith's layout with 40-byte data blocks.

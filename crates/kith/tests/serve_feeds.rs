@@ -7,7 +7,8 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::Server;
-use common::service::{Redis, body, client, copy_dir, store};
+use common::service::{body, client, copy_dir, store};
+use kith_feed::testing::TestRedis;
 use reqwest::blocking::Client;
 use serde_json::json;
 
@@ -118,7 +119,7 @@ fn feed_scenario(server: &Server, http: &Client) -> Vec<Vec<String>> {
 fn feeds_agree_for_every_strategy_cache_and_backend() {
     let dir = tempfile::tempdir().unwrap();
     let base = store(dir.path(), "100");
-    let redis = Redis::get();
+    let redis = TestRedis::get();
     let http = client();
     let mut first: Option<Vec<Vec<String>>> = None;
     let mut n = 0;
@@ -142,7 +143,7 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
                     "5",
                 ];
                 if backend == "redis" {
-                    args.extend(["--redis", &redis.url, "--redis-prefix", &prefix]);
+                    args.extend(["--redis", redis.url(), "--redis-prefix", &prefix]);
                 }
                 let server = Server::start(&copy, &args);
                 let reads = feed_scenario(&server, &http);

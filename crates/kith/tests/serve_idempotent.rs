@@ -6,62 +6,11 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use common::Server;
 use common::service::{body, client, store};
+use kith_feed::testing::RedisServer;
 use reqwest::blocking::Client;
 use serde_json::{Value, json};
-
-/// A private `redis-server` on a free loopback port, stopped on drop.
-struct PrivateRedis {
-    url: String,
-    port: u16,
-    child: Child,
-}
-
-impl PrivateRedis {
-    fn start() -> PrivateRedis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server not found: install it");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        PrivateRedis { url: format!("redis://127.0.0.1:{port}"), port, child }
-    }
-
-    fn cli(&self, args: &[&str]) {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli not found");
-        assert!(out.status.success(), "redis-cli {args:?}: {out:?}");
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn post(server: &Server, http: &Client, key: Option<&str>, body_json: Value) -> (u16, Value, bool) {
     let mut req = http.post(server.url("/posts")).json(&body_json);
@@ -144,10 +93,10 @@ fn retried_writes_apply_once_across_a_kill() {
 fn a_post_acknowledged_before_a_kill_reaches_redis_timelines() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path(), "40");
-    let redis = PrivateRedis::start();
+    let redis = RedisServer::start();
     let http = client();
     let args =
-        ["--feed", "push", "--cache", "none", "--redis", &redis.url, "--redis-prefix", "kill"];
+        ["--feed", "push", "--cache", "none", "--redis", redis.url(), "--redis-prefix", "kill"];
     let mut server = Server::start(&store, &args);
     for f in [10, 11, 12] {
         let r = http.post(server.url(&format!("/users/{f}/follow"))).json(&json!({"targets": [1]}));
@@ -158,11 +107,11 @@ fn a_post_acknowledged_before_a_kill_reaches_redis_timelines() {
     for f in [10, 11, 12] {
         assert_eq!(feed_contents(&server, &http, f), ["before"]);
     }
-    redis.cli(&["CLIENT", "PAUSE", "30000", "WRITE"]);
+    redis.command(&["CLIENT", "PAUSE", "30000", "WRITE"]);
     let (s, v, _) = post(&server, &http, None, json!({"author": 1, "content": "acknowledged"}));
     assert_eq!(s, 201, "{v}");
     assert!(!server.signal("-KILL").success());
-    redis.cli(&["CLIENT", "UNPAUSE"]);
+    redis.command(&["CLIENT", "UNPAUSE"]);
     let server = Server::start(&store, &args);
     server.settle(&http);
     for f in [10, 11, 12] {

@@ -7,20 +7,21 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::Server;
-use common::service::{Redis, body, client, copy_dir, store};
+use common::service::{body, client, copy_dir, store};
+use kith_feed::testing::TestRedis;
 use serde_json::json;
 
 #[test]
 fn parker_api_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let base = store(dir.path(), "300");
-    let redis = Redis::get();
+    let redis = TestRedis::get();
     for backend in ["in-process", "redis"] {
         let copy = dir.path().join(backend);
         copy_dir(&base, &copy);
         let prefix = format!("parker-{}", std::process::id());
         let args: Vec<&str> = match backend {
-            "redis" => vec!["--redis", &redis.url, "--redis-prefix", &prefix],
+            "redis" => vec!["--redis", redis.url(), "--redis-prefix", &prefix],
             _ => vec![],
         };
         let server = Server::start(&copy, &args);

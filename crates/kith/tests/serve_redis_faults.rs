@@ -13,96 +13,24 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Server;
 use common::service::store;
+use kith_feed::testing::RedisServer;
 use reqwest::blocking::Client;
 use serde_json::{Value, json};
-
-/// A `redis-server` of this test's own on a free loopback port; continued and killed on
-/// drop.
-struct Redis {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut r = Redis { port, child: None };
-        r.launch();
-        r
-    }
-
-    fn launch(&mut self) {
-        let port = self.port.to_string();
-        let child = Command::new("redis-server")
-            .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server not found: install it");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.cli(&["PING"]) != "PONG" {
-            assert!(Instant::now() < deadline, "redis-server on port {port} did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn signal(&self, sig: &str) {
-        if let Some(c) = &self.child {
-            Command::new("kill").args([sig, &c.id().to_string()]).status().unwrap();
-        }
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(args)
-            .stderr(Stdio::null())
-            .output()
-            .expect("redis-cli not found");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.signal("-CONT");
-        self.kill();
-    }
-}
 
 /// Starts `kith serve` (or `KITH_FAULTS_BIN`) over `dir` with `extra` flags.
 fn serve(dir: &std::path::Path, extra: &[&str]) -> Server {
     let bin =
         std::env::var("KITH_FAULTS_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kith").into());
-    let mut child = Command::new(bin)
-        .args(["serve", "--dir", common::p(dir), "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kith serve");
-    let mut line = String::new();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    out.read_line(&mut line).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next());
-    let addr = addr.unwrap_or_else(|| panic!("no address in {line:?}")).to_string();
-    Server { child, base: format!("http://{addr}") }
+    let mut command = Command::new(bin);
+    command.args(["serve", "--dir", common::p(dir), "--addr", "127.0.0.1:0"]).args(extra);
+    Server::spawn(command.stderr(Stdio::null()))
 }
 
 /// Authors whose posts the readers follow, the readers, and the users whose friendships
@@ -255,8 +183,8 @@ fn until_healthy(http: &Client, server: &Server, limit: Duration) -> Duration {
 fn redis_faults_under_load_lose_nothing_and_heal_without_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path(), "200");
-    let mut redis = Redis::start();
-    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let mut redis = RedisServer::start();
+    let url = redis.url().to_string();
     let flags = ["--feed", "push", "--cache", "aside", "--redis", &url, "--friends-ttl-s", "600"];
     let server = serve(&store, &flags);
     let http = Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
@@ -275,22 +203,22 @@ fn redis_faults_under_load_lose_nothing_and_heal_without_a_restart() {
         .unwrap()
         .port()
         .to_string();
-    type Step = Box<dyn Fn(&mut Redis)>;
+    type Step = Box<dyn Fn(&mut RedisServer)>;
     let faults: Vec<(&str, Step, Step)> = vec![
-        ("kill -9, restart empty", Box::new(|r| r.kill()), Box::new(|r| r.launch())),
-        ("SIGSTOP, SIGCONT", Box::new(|r| r.signal("-STOP")), Box::new(|r| r.signal("-CONT"))),
+        ("kill -9, restart empty", Box::new(|r| r.kill()), Box::new(|r| r.restart())),
+        ("SIGSTOP, SIGCONT", Box::new(|r| r.pause()), Box::new(|r| r.resume())),
         (
             "READONLY (replica of a dead master)",
-            Box::new(move |r| assert_eq!(r.cli(&["REPLICAOF", "127.0.0.1", &dead]), "OK")),
-            Box::new(|r| assert_eq!(r.cli(&["REPLICAOF", "NO", "ONE"]), "OK")),
+            Box::new(move |r| assert_eq!(r.command(&["REPLICAOF", "127.0.0.1", &dead]), "OK")),
+            Box::new(|r| assert_eq!(r.command(&["REPLICAOF", "NO", "ONE"]), "OK")),
         ),
         (
             "OOM (maxmemory 1, noeviction)",
             Box::new(|r| {
-                assert_eq!(r.cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]), "OK");
-                assert_eq!(r.cli(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
+                assert_eq!(r.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]), "OK");
+                assert_eq!(r.command(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
             }),
-            Box::new(|r| assert_eq!(r.cli(&["CONFIG", "SET", "maxmemory", "0"]), "OK")),
+            Box::new(|r| assert_eq!(r.command(&["CONFIG", "SET", "maxmemory", "0"]), "OK")),
         ),
     ];
     let phase = Arc::new(AtomicUsize::new(0));

@@ -3,53 +3,15 @@
 //! set, a private `redis-server`. Then what only one backend has: the byte bound and its
 //! accounting in process, the key layout and markers in Redis.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Backend;
 use crate::config::FeedConfig;
 use crate::post::Post;
+use crate::testing::TestRedis;
 
 const TTL: Duration = Duration::from_secs(600);
-
-/// A Redis for the tests: the one the test command started (`KITH_TEST_REDIS`), or a
-/// private `redis-server` on a free port, stopped on drop.
-struct TestRedis {
-    url: String,
-    child: Option<Child>,
-}
-
-impl TestRedis {
-    fn get() -> TestRedis {
-        if let Ok(url) = std::env::var("KITH_TEST_REDIS") {
-            return TestRedis { url, child: None };
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let port_arg = port.to_string();
-        let args = ["--port", &port_arg, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
-        let child = Command::new("redis-server")
-            .args(args)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server not found: install it or set KITH_TEST_REDIS");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server on port {port} did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        TestRedis { url: format!("redis://127.0.0.1:{port}"), child: Some(child) }
-    }
-}
-
-impl Drop for TestRedis {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// Both backends with one friends time to live; the Redis one under a prefix of its own (a
 /// shared Redis may serve other tests at the same time), whose keys are deleted on drop.
@@ -67,7 +29,7 @@ impl Backends {
         let prefix = format!("kith-cache-test-{}-{nanos}-{test}", std::process::id());
         let config =
             FeedConfig { redis_prefix: prefix.clone(), friends_ttl, ..FeedConfig::default() };
-        let redis = Backend::redis(&server.url, &config).await.unwrap();
+        let redis = Backend::redis(server.url(), &config).await.unwrap();
         Backends { local: Backend::local(1 << 30, friends_ttl), redis, prefix, server }
     }
 
@@ -76,14 +38,14 @@ impl Backends {
     }
 
     async fn raw(&self) -> redis::aio::MultiplexedConnection {
-        let client = redis::Client::open(self.server.url.as_str()).unwrap();
+        let client = redis::Client::open(self.server.url()).unwrap();
         client.get_multiplexed_async_connection().await.unwrap()
     }
 }
 
 impl Drop for Backends {
     fn drop(&mut self) {
-        let Ok(mut con) = redis::Client::open(self.server.url.as_str())
+        let Ok(mut con) = redis::Client::open(self.server.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
         else {
             return;

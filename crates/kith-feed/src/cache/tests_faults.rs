@@ -4,82 +4,13 @@
 //! timeout, so a backend that hangs fails the test instead of hanging it.
 
 use std::future::Future;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Backend;
 use crate::config::FeedConfig;
 use crate::post::Post;
-
-/// A `redis-server` of this test's own, on a free loopback port; killed (and continued,
-/// should it be paused) on drop.
-struct Private {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Private {
-    fn start() -> Private {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut r = Private { port, child: None };
-        r.launch();
-        r
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Starts the server (empty: nothing is saved) and waits until it answers.
-    fn launch(&mut self) {
-        let port = self.port.to_string();
-        let args = ["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
-        let child = Command::new("redis-server")
-            .args(args)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server not found: install it");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.cli(&["PING"]) != "PONG" {
-            assert!(Instant::now() < deadline, "redis-server on port {port} did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// kill -9.
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn signal(&self, sig: &str) {
-        if let Some(c) = &self.child {
-            Command::new("kill").args([sig, &c.id().to_string()]).status().unwrap();
-        }
-    }
-
-    /// One `redis-cli` command's output, trimmed.
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(args)
-            .stderr(Stdio::null())
-            .output()
-            .expect("redis-cli not found");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Private {
-    fn drop(&mut self) {
-        self.signal("-CONT");
-        self.kill();
-    }
-}
+use crate::testing::RedisServer;
 
 /// The settings the tests run with: the defaults, but probing every 100 ms.
 fn settings() -> FeedConfig {
@@ -124,13 +55,13 @@ fn post(id: u64) -> Arc<Post> {
 
 #[tokio::test]
 async fn reconnects_after_redis_is_killed_and_restarted_empty() {
-    let mut server = Private::start();
-    let b = connect(&server.url()).await;
+    let mut server = RedisServer::start();
+    let b = connect(server.url()).await;
     b.put_posts(&[post(1)]).await.unwrap();
     server.kill();
     let (down, _) = bounded(Duration::from_secs(5), "get_posts", b.get_posts(&[1])).await;
     assert!(down.is_err(), "a read from a killed Redis succeeded: {down:?}");
-    server.launch();
+    server.restart();
     let took = until_healthy(&b, Duration::from_secs(5)).await;
     // Restarted empty: the post is a miss now, and the cache takes writes again.
     assert_eq!(b.get_posts(&[1]).await.unwrap(), vec![None]);
@@ -141,10 +72,10 @@ async fn reconnects_after_redis_is_killed_and_restarted_empty() {
 
 #[tokio::test]
 async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
-    let server = Private::start();
-    let b = connect(&server.url()).await;
+    let server = RedisServer::start();
+    let b = connect(server.url()).await;
     b.put_posts(&[post(1)]).await.unwrap();
-    server.signal("-STOP");
+    server.pause();
     let response = FeedConfig::default().redis_response_timeout;
     let (first, took) =
         bounded(Duration::from_secs(5), "paused get_posts", b.get_posts(&[1])).await;
@@ -156,7 +87,7 @@ async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
         assert!(got.is_err(), "{got:?}");
         assert!(took < Duration::from_millis(50), "a call with the circuit open took {took:?}");
     }
-    server.signal("-CONT");
+    server.resume();
     let took = until_healthy(&b, Duration::from_secs(5)).await;
     assert_eq!(b.get_posts(&[1]).await.unwrap(), vec![Some(post(1))]);
     eprintln!("healthy again {took:?} after SIGCONT");
@@ -164,21 +95,21 @@ async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
 
 #[tokio::test]
 async fn a_failed_friend_invalidation_is_never_served_stale() {
-    let server = Private::start();
-    let b = connect(&server.url()).await;
+    let server = RedisServer::start();
+    let b = connect(server.url()).await;
     b.put_friends(5, Arc::from([1, 2])).await.unwrap();
     // A replica of a master that does not exist keeps its data and serves reads, but
     // refuses every write with READONLY.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    assert_eq!(server.cli(&["REPLICAOF", "127.0.0.1", &dead.to_string()]), "OK");
+    assert_eq!(server.command(&["REPLICAOF", "127.0.0.1", &dead.to_string()]), "OK");
     let (del, _) = bounded(Duration::from_secs(5), "del_friends", b.del_friends(&[5])).await;
     assert!(del.is_err(), "a replica took a DEL: {del:?}");
     let (got, _) = bounded(Duration::from_secs(5), "get_friends", b.get_friends(5)).await;
     assert!(!matches!(got, Ok(Some(_))), "served a list whose invalidation failed: {got:?}");
     // Writable again: the recovery drops the stale list before anything reads it.
-    assert_eq!(server.cli(&["REPLICAOF", "NO", "ONE"]), "OK");
+    assert_eq!(server.command(&["REPLICAOF", "NO", "ONE"]), "OK");
     until_healthy(&b, Duration::from_secs(5)).await;
-    assert_eq!(server.cli(&["EXISTS", "kith-fault-test:f:5"]), "0");
+    assert_eq!(server.command(&["EXISTS", "kith-fault-test:f:5"]), "0");
     assert_eq!(b.get_friends(5).await.unwrap(), None);
     b.put_friends(5, Arc::from([2])).await.unwrap();
     assert_eq!(b.get_friends(5).await.unwrap().as_deref(), Some(&[2][..]));
@@ -186,20 +117,20 @@ async fn a_failed_friend_invalidation_is_never_served_stale() {
 
 #[tokio::test]
 async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
-    let server = Private::start();
-    let b = connect(&server.url()).await;
+    let server = RedisServer::start();
+    let b = connect(server.url()).await;
     b.timeline_finish(1, &[10], 0, 100).await.unwrap();
     // Out of memory with noeviction: Redis refuses writes that grow the data, so the push
     // of post 11 is lost while the timeline still reads as complete.
-    assert_eq!(server.cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]), "OK");
-    assert_eq!(server.cli(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
+    assert_eq!(server.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]), "OK");
+    assert_eq!(server.command(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
     let (add, _) =
         bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
     assert!(add.is_err(), "an out-of-memory Redis took a push: {add:?}");
     let (read, _) =
         bounded(Duration::from_secs(5), "timeline_read", b.timeline_read(1, u64::MAX, 10)).await;
     assert!(!matches!(read, Ok(Some(_))), "served a timeline that missed a push: {read:?}");
-    assert_eq!(server.cli(&["CONFIG", "SET", "maxmemory", "0"]), "OK");
+    assert_eq!(server.command(&["CONFIG", "SET", "maxmemory", "0"]), "OK");
     until_healthy(&b, Duration::from_secs(5)).await;
     // Redis serves again, but that timeline is still a miss until a build begins.
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
@@ -210,14 +141,14 @@ async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
 
 #[tokio::test]
 async fn reports_its_health() {
-    let server = Private::start();
-    let b = connect(&server.url()).await;
+    let server = RedisServer::start();
+    let b = connect(server.url()).await;
     assert_eq!(b.health(), None);
-    server.signal("-STOP");
+    server.pause();
     let _ = bounded(Duration::from_secs(5), "get_posts", b.get_posts(&[1])).await;
     let unhealthy = b.health().expect("unavailable while paused");
     assert!(unhealthy.contains("timed out"), "{unhealthy}");
-    server.signal("-CONT");
+    server.resume();
     until_healthy(&b, Duration::from_secs(5)).await;
     assert_eq!(b.health(), None);
     assert_eq!(Backend::local(1 << 20, Duration::from_secs(1)).health(), None);

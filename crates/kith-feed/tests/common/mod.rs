@@ -1,65 +1,17 @@
-//! What the feed's integration tests share: a small real store, a private Redis, and feeds
-//! opened on runtimes of their own so that a test can crash one by dropping its runtime.
+//! What the feed's integration tests share: a small real store, and feeds opened on runtimes
+//! of their own so that a test can crash one by dropping its runtime. Their private Redis is
+//! `kith_feed::testing::RedisServer`.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use kith_feed::{Feed, FeedConfig};
 use kith_graph::Graph;
 use kith_layout::Layout;
 use kith_store::{BuildOptions, DataSpec, Engine, LayoutMeta, OpenOptions, Store, build};
-
-/// A private `redis-server` on a free loopback port, stopped on drop (also when the test
-/// fails). Private, not the shared `KITH_TEST_REDIS`, because the crash tests pause its
-/// writes, which would stall every other test sharing it.
-pub struct PrivateRedis {
-    pub url: String,
-    child: Child,
-}
-
-impl PrivateRedis {
-    pub fn start() -> PrivateRedis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let port_arg = port.to_string();
-        let args = ["--port", &port_arg, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
-        let child = Command::new("redis-server")
-            .args(args)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server not found: install it");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server on port {port} did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        PrivateRedis { url: format!("redis://127.0.0.1:{port}"), child }
-    }
-
-    /// Runs one command on a connection of its own.
-    pub fn command(&self, args: &[&str]) {
-        let client = redis::Client::open(self.url.as_str()).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async {
-            let mut con = client.get_multiplexed_async_connection().await.unwrap();
-            let mut cmd = redis::cmd(args[0]);
-            for a in &args[1..] {
-                cmd.arg(*a);
-            }
-            cmd.query_async::<()>(&mut con).await.unwrap();
-        });
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A store of `n` users (uids 0..n) with no friendships, built in `dir`.
 pub fn small_store(dir: &Path, n: u32) -> PathBuf {

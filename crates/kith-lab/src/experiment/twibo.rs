@@ -3,13 +3,14 @@
 //! throughput, hit rate and store reads per feed read, Twibo's Table 5).
 
 use anyhow::{Context, Result, ensure};
+use kith_feed::testing::RedisServer;
 use serde::Serialize;
 use serde_json::json;
 
 use super::service::{ServiceArgs, copy_store, drive, op, preload, prepare, stats};
 use crate::machine::{Machine, git_commit, utc_now};
 use crate::plot::{LineChart, Series, line_chart};
-use crate::processes::{ChildProcess, start_redis, start_server};
+use crate::processes::start_server;
 
 /// Twibo's peak throughputs (requests/s; 3 servers × 6 processes), their Tables 3 and 4.
 const TWIBO_PEAK: [(&str, f64); 4] =
@@ -55,9 +56,9 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
             let mut server_args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
             server_args
                 .extend(["--celebrity-threshold".into(), args.celebrity_threshold.to_string()]);
-            let redis: Option<ChildProcess> = if backend == "redis" {
-                let (r, url) = start_redis(&[])?;
-                server_args.extend(["--redis".into(), url]);
+            let redis: Option<RedisServer> = if backend == "redis" {
+                let r = RedisServer::try_start_with(&[])?;
+                server_args.extend(["--redis".into(), r.url().to_string()]);
                 Some(r)
             } else {
                 ensure!(
@@ -212,13 +213,10 @@ pub(super) fn twibo_cache(args: ServiceArgs) -> Result<()> {
             let mut server_args: Vec<String> =
                 ["--feed", "push", "--cache", "aside"].iter().map(|s| s.to_string()).collect();
             let redis = if backend == "redis" {
-                let (r, url) = start_redis(&[
-                    "--maxmemory".into(),
-                    format!("{mb}mb"),
-                    "--maxmemory-policy".into(),
-                    "allkeys-lru".into(),
-                ])?;
-                server_args.extend(["--redis".into(), url]);
+                let memory = format!("{mb}mb");
+                let extra = ["--maxmemory", &memory, "--maxmemory-policy", "allkeys-lru"];
+                let r = RedisServer::try_start_with(&extra)?;
+                server_args.extend(["--redis".into(), r.url().to_string()]);
                 Some(r)
             } else {
                 ensure!(

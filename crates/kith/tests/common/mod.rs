@@ -72,13 +72,15 @@ pub struct Server {
 
 impl Server {
     pub fn start(dir: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kith"))
-            .args(["serve", "--dir", p(dir), "--addr", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start kith serve");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kith"));
+        command.args(["serve", "--dir", p(dir), "--addr", "127.0.0.1:0"]).args(extra);
+        Server::spawn(command.stderr(Stdio::inherit()))
+    }
+
+    /// Runs `command` (a `kith serve` on `127.0.0.1:0`, whatever binary and flags) and waits
+    /// for the first line of its output, which names the address it serves.
+    pub fn spawn(command: &mut Command) -> Server {
+        let mut child = command.stdout(Stdio::piped()).spawn().expect("start kith serve");
         let mut line = String::new();
         let mut out = BufReader::new(child.stdout.take().unwrap());
         out.read_line(&mut line).unwrap();
