@@ -14,6 +14,9 @@
 //! journal, which appends and has its own recovery.
 
 use std::io::{self, BufWriter, Write};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
 use std::path::{Path, PathBuf};
 
 mod power_cut;
@@ -106,6 +109,29 @@ pub fn write_atomic(
         return Err(e);
     }
     fs.sync_dir(&parent_dir(path))
+}
+
+/// [`write_atomic`] for a text file, gzip-compressed when its name ends in `.gz` (in any
+/// case): what kith's edge lists, community files and layout files are written with.
+///
+/// # Errors
+/// As [`write_atomic`].
+pub fn write_text_atomic(
+    fs: &dyn Fs,
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let gz =
+        path.file_name().is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".gz"));
+    write_atomic(fs, path, |w| {
+        if gz {
+            let mut gz = GzEncoder::new(w, Compression::fast());
+            body(&mut gz)?;
+            gz.finish()?.flush()
+        } else {
+            body(w)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -4,12 +4,10 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
-use flate2::Compression;
 use flate2::read::MultiGzDecoder;
-use flate2::write::GzEncoder;
 
 use crate::csr::VertexId;
-use crate::durable::{Fs, StdFs, write_atomic};
+use crate::durable::{Fs, StdFs, write_text_atomic};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
 use crate::snapshot;
@@ -17,8 +15,9 @@ use crate::snapshot;
 /// Saves `graph` to `path`, choosing the format by name: `.kgraph` writes a snapshot, `.csv`
 /// a CSV edge list with a `source,target` header, anything else a SNAP edge list. Text is
 /// gzip-compressed when the name ends in `.gz`, uses original ids, and lists each undirected
-/// edge once. The file is replaced atomically and durably ([`write_atomic`]): a crash leaves
-/// the old file or the complete new one.
+/// edge once. The file is replaced atomically and durably
+/// ([`write_atomic`](crate::durable::write_atomic)): a crash leaves the old file or the
+/// complete new one.
 ///
 /// # Errors
 /// A MatrixMarket name (`.mtx`), which would need ids relabelled from 1; any I/O error, with
@@ -125,23 +124,13 @@ pub fn read_communities(path: &Path) -> Result<Vec<Vec<u64>>> {
 }
 
 /// Replaces `path` with what `body` writes through a buffered (and, for `.gz`, compressing)
-/// writer, with [`write_atomic`].
+/// writer, with [`write_text_atomic`].
 fn write_text(
     fs: &dyn Fs,
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let gz = path.extension().is_some_and(|e| e == "gz");
-    write_atomic(fs, path, |w| {
-        if gz {
-            let mut gz = GzEncoder::new(w, Compression::fast());
-            body(&mut gz)?;
-            gz.finish()?.flush()
-        } else {
-            body(w)
-        }
-    })
-    .map_err(|e| Error::io(path, e))
+    write_text_atomic(fs, path, body).map_err(|e| Error::io(path, e))
 }
 
 #[cfg(test)]

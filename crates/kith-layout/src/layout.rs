@@ -9,10 +9,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
-use flate2::Compression;
 use flate2::read::MultiGzDecoder;
-use flate2::write::GzEncoder;
-use kith_graph::durable::{Fs, StdFs, write_atomic};
+use kith_graph::durable::{Fs, StdFs, write_text_atomic};
 use kith_graph::{Graph, VertexId};
 
 use crate::error::{Error, Result};
@@ -120,8 +118,6 @@ pub fn write_layout_with(fs: &dyn Fs, path: &Path, graph: &Graph, layout: &Layou
             graph.num_nodes()
         )));
     }
-    let gz =
-        path.file_name().is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".gz"));
     let write = |out: &mut dyn Write| -> std::io::Result<()> {
         let mut line = String::new();
         for &v in layout.order() {
@@ -132,16 +128,7 @@ pub fn write_layout_with(fs: &dyn Fs, path: &Path, graph: &Graph, layout: &Layou
         }
         Ok(())
     };
-    write_atomic(fs, path, |w| {
-        if gz {
-            let mut gz = GzEncoder::new(w, Compression::fast());
-            write(&mut gz)?;
-            gz.finish()?.flush()
-        } else {
-            write(w)
-        }
-    })
-    .map_err(|e| Error::io(path, e))
+    write_text_atomic(fs, path, write).map_err(|e| Error::io(path, e))
 }
 
 /// Reads a layout file for `graph`.
