@@ -20,7 +20,7 @@ use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use kith_graph::Graph;
 use kith_layout::Layout;
-use kith_server::ServerConfig;
+use kith_server::{Secret, ServerConfig};
 use kith_store::{BuildOptions, DataSpec, LayoutMeta};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
@@ -120,7 +120,7 @@ fn world() -> &'static World {
             .enable_all()
             .build()
             .expect("a runtime");
-        let config = ServerConfig { token: Some(TOKEN.into()), ..ServerConfig::default() };
+        let config = ServerConfig { token: Some(Secret::new(TOKEN)), ..ServerConfig::default() };
         let journal = dir.path().join("journal");
         let (app, _feed) = runtime
             .block_on(kith_server::router(Arc::new(store), journal, &config))
@@ -212,7 +212,7 @@ fn run(w: &World, m: &mut Model, op: Op) {
                 Some(json!({"name": name, "age": age})),
             );
             if !m.users.contains(&u) {
-                assert_eq!(r.status, StatusCode::NOT_FOUND, "profile of unknown user {u}");
+                assert!(r.status.is_client_error(), "profile of unknown user {u}: {}", r.status);
             }
         }
         Op::AddFriend { uid: u, fid: f } | Op::DeleteFriend { uid: u, fid: f } => {
@@ -243,7 +243,8 @@ fn run(w: &World, m: &mut Model, op: Op) {
             let uri = format!("/users/{u}/friends?offset={offset}&limit={limit}&consistency={c}");
             let r = w.send(Method::GET, &uri, None);
             if !m.users.contains(&u) {
-                assert_eq!(r.status, StatusCode::NOT_FOUND);
+                // 404, or 400 when a parameter is refused before the user is looked up.
+                assert!(r.status.is_client_error(), "{uri}: {}", r.status);
             } else if limit > 0 && r.status.is_success() {
                 let want: Vec<u64> = m
                     .friends_of(u)
@@ -315,7 +316,7 @@ fn run(w: &World, m: &mut Model, op: Op) {
                     .unwrap_or_default();
                 assert_eq!(got, m.feed(u, limit as usize), "feed of {u}");
             } else if !m.users.contains(&u) {
-                assert_eq!(r.status, StatusCode::NOT_FOUND);
+                assert!(r.status.is_client_error(), "feed of unknown {u}: {}", r.status);
             }
         }
         Op::Raw { method, path, content_type, body } => {
