@@ -2,10 +2,11 @@
 # Coverage-guided fuzzing of kith with libFuzzer (the fuzz/ crate, cargo-fuzz's layout),
 # built with the stable toolchain: the same instrumentation cargo-fuzz asks rustc for.
 #
-#   scripts/fuzz.sh [--smoke] [--seconds N] [--keep] [--json FILE] [TARGET...]
+#   scripts/fuzz.sh [--smoke] [--seconds N] [--runs N] [--keep] [--json FILE] [TARGET...]
 #
 # Each target first replays its checked-in corpus (fuzz/corpus/<target>, plus the seeds in
-# fuzz/seeds/<target>), then fuzzes for N seconds (default 60; --smoke: 5) on one core.
+# fuzz/seeds/<target>), then fuzzes for N seconds (default 60; --smoke: 5) on one core, or
+# with --runs until it has executed N inputs (the seconds still cap it).
 # New inputs the fuzzer finds go to a scratch corpus; --keep merges them into
 # fuzz/corpus/<target>, minimised (libFuzzer's -merge=1 keeps only inputs that add coverage).
 # A crash stops the target with the input saved in fuzz/artifacts/<target>/ and a non-zero
@@ -16,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=60
+runs=-1
 keep=0
 json=""
 targets=()
@@ -24,8 +26,9 @@ while [ $# -gt 0 ]; do
         --smoke) seconds=5 ;;
         --keep) keep=1 ;;
         --seconds) seconds="$2"; shift ;;
+        --runs) runs="$2"; shift ;;
         --json) json="$2"; shift ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1") ;;
     esac
@@ -77,11 +80,12 @@ for t in "${targets[@]}"; do
     echo "fuzz.sh: $t for ${seconds}s over ${dirs[*]:1}"
     log="$scratch/$t.log"
     set +e
-    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    "$bin" -max_total_time="$seconds" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -print_final_stats=1 -artifact_prefix="fuzz/artifacts/$t/" "${dirs[@]}" >"$log" 2>&1
     code=$?
     set -e
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
     crashes=0
     if [ $code -ne 0 ]; then
         crashes=1
@@ -95,7 +99,7 @@ for t in "${targets[@]}"; do
             "$scratch/$t" >"$scratch/$t.merge.log" 2>&1 || tail -5 "$scratch/$t.merge.log" >&2
         echo "fuzz.sh: $t: corpus now $(ls "fuzz/corpus/$t" | wc -l) inputs"
     fi
-    results+=("{\"target\": \"$t\", \"seconds\": $seconds, \"executions\": ${execs:-0}, \"crashes\": $crashes}")
+    results+=("{\"target\": \"$t\", \"seconds\": ${took:-$seconds}, \"executions\": ${execs:-0}, \"crashes\": $crashes}")
 done
 if [ -n "$json" ]; then
     python3 - "$json" "${results[@]}" <<'PY'

@@ -126,7 +126,8 @@ pub enum Error {
     #[error("rocksdb: {0}")]
     Rocks(rocksdb::Error),
     /// The disk under the store is full: the write was not applied (nothing acknowledged is
-    /// lost). Writes work again once space is freed; RocksDB may need the store reopened.
+    /// lost). Reads go on; writes work again without a reopen once space is freed (RocksDB
+    /// polls every 5 s and resumes when a write buffer's worth, 64 MiB, is free).
     #[error("disk full: the write was not applied ({detail})")]
     DiskFull {
         /// RocksDB's message, naming the file it was writing.

@@ -3,10 +3,10 @@
 //! (not a panic or a hang), every acknowledged write must be there after a reopen, and once
 //! space returns (the tmpfs remounted bigger) writes must succeed again.
 //!
-//! RocksDB stops accepting writes after a WAL append fails (a sticky background error), and
-//! neither rust-rocksdb 0.25 nor RocksDB's C API exposes `DB::Resume`, so writes succeed
-//! again only after the store is reopened. The test still tries for a moment without a
-//! reopen and prints what it saw, so a RocksDB that recovers by itself shows up here.
+//! RocksDB stops accepting writes after a WAL append fails (a hard background error) and
+//! recovers by itself: its SstFileManager polls the free space every 5 s and resumes the
+//! database once at least one write buffer (64 MiB) is free. The test waits for that without
+//! reopening the store, then checks everything again after a reopen.
 //!
 //! Mounting needs root (or `CAP_SYS_ADMIN`); where it is refused the test prints why and
 //! passes without running.
@@ -116,28 +116,29 @@ fn a_full_disk_fails_writes_clearly_and_loses_nothing() {
     // Reads still work and show every acknowledged write.
     check_acked(&store, &acked);
 
-    // Space returns: writes succeed again, after a reopen (see the module docs).
-    tmpfs.resize("64m");
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let recovered = loop {
+    // Space returns: writes succeed again without a reopen, within RocksDB's 5 s polling.
+    tmpfs.resize("256m");
+    let freed = Instant::now();
+    loop {
         version += 1;
         let uid = version % 7 + 1;
         match store.put_data(uid, &block(uid, version)) {
             Ok(()) => {
                 acked[uid as usize - 1] = Some(version);
-                break true;
-            }
-            Err(e) if Instant::now() < deadline => {
-                assert!(is_disk_full(&e), "{e:?}");
-                std::thread::sleep(Duration::from_millis(200));
+                break;
             }
             Err(e) => {
-                println!("no recovery without a reopen: {e}");
-                break false;
+                assert!(is_disk_full(&e), "{e:?}");
+                assert!(
+                    freed.elapsed() < Duration::from_secs(30),
+                    "no write succeeded 30 s after space returned: {e}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
             }
         }
-    };
-    println!("recovered without a reopen: {recovered}");
+    }
+    println!("writes resumed {:?} after space returned, without a reopen", freed.elapsed());
+    check_acked(&store, &acked);
     drop(store);
     let store = Store::open(&dir, &OpenOptions::default()).unwrap();
     check_acked(&store, &acked);

@@ -147,6 +147,16 @@ impl Tmpfs {
         }
         Ok(Tmpfs(dir.to_path_buf()))
     }
+
+    /// Grows (or shrinks) the tmpfs: space returns.
+    fn resize(&self, size: &str) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(status.success(), "remounting the tmpfs at {size}");
+    }
 }
 
 impl Drop for Tmpfs {
@@ -202,6 +212,85 @@ fn a_full_journal_disk_refuses_posts_until_space_returns() {
         let id = v["id"].as_u64().unwrap();
         let (s, got) = body(http.get(server.url(&format!("/posts/{id}"))).send().unwrap());
         assert_eq!((s, &got["content"]), (200, &v["content"]), "post {id}");
+    }
+    drop(server);
+}
+
+/// The bytes of a data block in the full-disk test: 3 × 87,000 (about 255 KiB) of 0x07.
+const BLOCK_BYTES: usize = 3 * 87_000;
+
+/// The store's disk fills up under `kith serve`: user writes are refused with 507
+/// `disk_full` (never acknowledged), reads go on, and once space returns writes are taken
+/// again without a restart (RocksDB resumes by itself within its 5 s polling). After a
+/// kill -9 every acknowledged write is there.
+#[test]
+fn a_full_store_disk_refuses_writes_until_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let built = store(dir.path(), "50");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let disk = match Tmpfs::mount(&mnt, "24m") {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: cannot mount a tmpfs ({why})");
+            return;
+        }
+    };
+    let store = mnt.join("store");
+    common::service::copy_dir(&built, &store);
+    let mut server = Server::start(&store, &[]);
+    let http = client();
+    // Every write sets a user's name to its version and a block of about 255 KiB.
+    let block = "BwcH".repeat(BLOCK_BYTES / 3);
+    let put = |server: &Server, version: u64| {
+        let uid = version % 7 + 1;
+        let request = json!({"profile": {"name": format!("v{version}")}, "data_base64": block});
+        let (s, r) =
+            body(http.put(server.url(&format!("/users/{uid}"))).json(&request).send().unwrap());
+        (uid, s, r)
+    };
+    let mut acked = std::collections::BTreeMap::new();
+    let mut version = 0;
+    let refused = loop {
+        version += 1;
+        assert!(version < 400, "the disk never filled");
+        match put(&server, version) {
+            (uid, 200, _) => {
+                acked.insert(uid, version);
+            }
+            (_, s, r) => break (s, r),
+        }
+    };
+    eprintln!("write {version} on a full disk: {refused:?}");
+    assert_eq!((refused.0, refused.1["error"].as_str()), (507, Some("disk_full")), "{refused:?}");
+    let (s, health) = body(http.get(server.url("/health")).send().unwrap());
+    assert_eq!(s, 200, "{health}");
+    let (s, user) = body(http.get(server.url("/users/1")).send().unwrap());
+    assert_eq!(s, 200, "reads on a full disk: {user}");
+
+    disk.resize("256m");
+    let freed = std::time::Instant::now();
+    loop {
+        version += 1;
+        match put(&server, version) {
+            (uid, 200, _) => {
+                acked.insert(uid, version);
+                break;
+            }
+            (_, 507, _) if freed.elapsed() < Duration::from_secs(30) => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            other => panic!("{:?} after space returned: {other:?}", freed.elapsed()),
+        }
+    }
+    eprintln!("writes resumed {:?} after space returned, no restart", freed.elapsed());
+    server.signal("-KILL");
+    let server = Server::start(&store, &[]);
+    for (uid, version) in acked {
+        let (s, user) = body(http.get(server.url(&format!("/users/{uid}"))).send().unwrap());
+        assert_eq!(s, 200, "{user}");
+        assert_eq!(user["profile"]["name"], json!(format!("v{version}")), "user {uid}: {user}");
+        assert_eq!(user["data_bytes"], json!(BLOCK_BYTES), "user {uid}: {user}");
     }
     drop(server);
 }
