@@ -141,8 +141,9 @@ impl Feed {
     /// store opens its feed database, `<store>/feed`, on this first call).
     ///
     /// With push or hybrid feeds it then redoes the fan-out of every stored post above the
-    /// fan-out watermark (those whose delivery a crash may have cut short), in the
-    /// background; [`Feed::drain`] waits for it.
+    /// fan-out watermark (those whose delivery a crash may have cut short), and the pending
+    /// re-pushes of authors that stopped being celebrities, in the background;
+    /// [`Feed::drain`] waits for it.
     pub async fn open(
         engine: Arc<dyn Engine>,
         journal_dir: PathBuf,
@@ -219,7 +220,18 @@ impl Feed {
         }
         *feed.tasks.lock().expect("fresh mutex") = tasks;
         feed.redo_fanout(watermark).await?;
+        feed.redo_repushes().await?;
         Ok(feed)
+    }
+
+    /// Queues the re-pushes a crash left pending (authors that stopped being celebrities
+    /// just before it).
+    async fn redo_repushes(&self) -> Result<()> {
+        let e = self.engine.clone();
+        for author in blocking(move || e.pending_repushes()).await? {
+            self.enqueue(FanJob::Author { author }).await;
+        }
+        Ok(())
     }
 
     /// Queues the fan-out of every post above `watermark`: the stored ones, then any only in

@@ -120,3 +120,47 @@ fn failed_fan_out_is_retried_until_redis_takes_it() {
     assert_eq!(feed_contents(&rt, &feed, 1), ["retried"]);
     rt.block_on(feed.shutdown()).unwrap();
 }
+
+/// Hybrid feeds: an unfollow that ends an author's celebrity owes its followers the author's
+/// recent posts (pulled until then, never pushed). That re-push is stored with the unfollow,
+/// so a crash before it ran (here, Redis's writes paused) does not lose it: after the restart
+/// the followers' timelines have the post.
+#[test]
+fn a_re_push_owed_by_an_unfollow_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 8);
+    let redis = RedisServer::start();
+    let prefix = prefix("repush");
+    let config = FeedConfig { celebrity_threshold: 2, ..config(&redis, &prefix, Strategy::Hybrid) };
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config.clone());
+    rt.block_on(feed.follow(1, vec![0])).unwrap();
+    rt.block_on(feed.follow(2, vec![0])).unwrap();
+    rt.block_on(feed.post(0, "early".into())).unwrap();
+    rt.block_on(feed.drain());
+    // A third follower makes 0 a celebrity: its next post is pulled by readers, not pushed.
+    rt.block_on(feed.follow(3, vec![0])).unwrap();
+    rt.block_on(feed.post(0, "pulled".into())).unwrap();
+    rt.block_on(feed.drain());
+    for follower in 1..3 {
+        assert_eq!(feed_contents(&rt, &feed, follower), ["pulled", "early"]);
+    }
+    redis.command(&["CLIENT", "PAUSE", "20000", "WRITE"]);
+    // Back to 2 followers: 0's posts are pushed again, and "pulled" is owed to 1 and 2.
+    rt.block_on(feed.unfollow(3, 0)).unwrap();
+    drop(feed);
+    rt.shutdown_timeout(std::time::Duration::from_secs(10));
+    redis.command(&["CLIENT", "UNPAUSE"]);
+
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config);
+    rt.block_on(feed.drain());
+    for follower in 1..3 {
+        assert_eq!(
+            feed_contents(&rt, &feed, follower),
+            ["pulled", "early"],
+            "follower {follower}'s timeline after the crash"
+        );
+    }
+    rt.block_on(feed.shutdown()).unwrap();
+}

@@ -118,7 +118,10 @@ pub trait Engine: Send + Sync + Debug {
     fn follow(&self, uid: u64, targets: &[u64]) -> Result<()>;
 
     /// Stops `uid` following `target`; returns the target's follower count before and after.
-    fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)>;
+    /// With `repush_at = Some(t)` (hybrid feeds' celebrity threshold), an unfollow that
+    /// brings the target's followers from above `t` to `t` also stores, atomically with it,
+    /// a pending re-push of the target ([`Engine::pending_repushes`]).
+    fn unfollow(&self, uid: u64, target: u64, repush_at: Option<u64>) -> Result<(u64, u64)>;
 
     /// A page of whom `uid` follows, ascending.
     fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>>;
@@ -157,6 +160,17 @@ pub trait Engine: Send + Sync + Debug {
     /// Stores the fan-out watermark; durable on return only when `sync`.
     fn set_fanout_watermark(&self, watermark: u64, sync: bool) -> Result<()>;
 
+    /// The token of the author's pending re-push (see [`Engine::unfollow`]), if one is
+    /// stored. A new token is stored each time an unfollow stores the re-push again.
+    fn pending_repush(&self, author: u64) -> Result<Option<u64>>;
+
+    /// The authors with a pending re-push, ascending: what a crash may have left undone.
+    fn pending_repushes(&self) -> Result<Vec<u64>>;
+
+    /// Removes the author's pending re-push if its token is still `token`, so a re-push
+    /// stored again while an earlier one ran stays pending.
+    fn repush_done(&self, author: u64, token: u64) -> Result<()>;
+
     /// The idempotency record under `key`, if one is stored (expired or not: the caller
     /// compares [`IdempotencyRecord::expires_ms`] with its clock).
     fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>>;
@@ -176,6 +190,7 @@ pub trait Engine: Send + Sync + Debug {
         &self,
         uid: u64,
         target: u64,
+        repush_at: Option<u64>,
         record: &IdempotencyRecord,
     ) -> Result<(u64, u64)>;
 }

@@ -6,11 +6,12 @@
 //! - `R target uid` — the same edge from the other side (followers of target)
 //! - `P id` — a post
 //! - `A author id` — the author's posts, oldest first (scanned backwards for "newest")
-//! - `W`, `I key`, `E expiry key` — the fan-out watermark and idempotency records, see
-//!   `feed_log.rs`
+//! - `W`, `Q author`, `I key`, `E expiry key` — the fan-out watermark, pending re-pushes and
+//!   idempotency records, see `feed_log.rs`
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use rocksdb::{DB, Direction, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
@@ -61,6 +62,9 @@ pub(crate) struct FeedDb {
     degrees: RwLock<HashMap<u64, Degree>>,
     /// Serialises follow-graph edits so "already following" checks and counts stay exact.
     follow_lock: Mutex<()>,
+    /// The next pending re-push token: seeded from the clock at open, so tokens differ
+    /// across restarts too.
+    next_token: AtomicU64,
 }
 
 impl std::fmt::Debug for FeedDb {
@@ -86,7 +90,14 @@ impl FeedDb {
             degrees.entry(uid).or_default().followees += 1;
             degrees.entry(second(&k)).or_default().followers += 1;
         }
-        Ok(FeedDb { db, degrees: RwLock::new(degrees), follow_lock: Mutex::new(()) })
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let seed = since.map_or(1, |d| d.as_nanos() as u64);
+        Ok(FeedDb {
+            db,
+            degrees: RwLock::new(degrees),
+            follow_lock: Mutex::new(()),
+            next_token: AtomicU64::new(seed),
+        })
     }
 
     pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {
@@ -150,12 +161,15 @@ impl FeedDb {
         Ok(())
     }
 
-    /// Removes the follow; returns the target's follower count before and after. The
-    /// idempotency record, if any, is stored in the same batch.
+    /// Removes the follow; returns the target's follower count before and after. With
+    /// `repush_at = Some(t)`, an unfollow that brings the target's followers from above `t`
+    /// to `t` stores a pending re-push of the target. The re-push and the idempotency record,
+    /// if any, are stored in the same batch.
     pub(crate) fn unfollow(
         &self,
         uid: u64,
         target: u64,
+        repush_at: Option<u64>,
         record: Option<&IdempotencyRecord>,
     ) -> Result<(u64, u64)> {
         let _g = lock(&self.follow_lock);
@@ -165,6 +179,10 @@ impl FeedDb {
         let mut batch = WriteBatch::default();
         batch.delete(key2(FOLLOWS, uid, target));
         batch.delete(key2(FOLLOWERS, target, uid));
+        if repush_at.is_some_and(|t| self.degree(target).followers == t + 1) {
+            let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+            batch.put(feed_log::repush_key(target), token.to_be_bytes());
+        }
         if let Some(r) = record {
             add_record(&self.db, &mut batch, r)?;
         }
@@ -300,6 +318,24 @@ impl FeedDb {
         feed_log::set_fanout_watermark(&self.db, watermark, sync)
     }
 
+    pub(crate) fn pending_repush(&self, author: u64) -> Result<Option<u64>> {
+        feed_log::pending_repush(&self.db, author)
+    }
+
+    pub(crate) fn pending_repushes(&self) -> Result<Vec<u64>> {
+        feed_log::pending_repushes(&self.db)
+    }
+
+    /// Removes the author's pending re-push if its token is still `token` (no unfollow stored
+    /// it again since). Not synced: a removal lost in a crash only repeats the re-push.
+    pub(crate) fn repush_done(&self, author: u64, token: u64) -> Result<()> {
+        let _g = lock(&self.follow_lock);
+        if self.pending_repush(author)? == Some(token) {
+            self.db.delete(feed_log::repush_key(author))?;
+        }
+        Ok(())
+    }
+
     /// The idempotency record under `key`, expired or not.
     pub(crate) fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
         feed_log::idempotency_record(&self.db, key)
@@ -347,8 +383,8 @@ mod tests {
         assert_eq!(db.followees(1, 1, 1).unwrap(), vec![3]);
         assert_eq!(db.followers(u64::MAX, 0, 10).unwrap(), vec![1]);
         assert_eq!(db.degree(1), Degree { followees: 3, followers: 0 });
-        assert_eq!(db.unfollow(1, 3, None).unwrap(), (1, 0));
-        assert!(matches!(db.unfollow(1, 3, None), Err(Error::NotFollowing { .. })));
+        assert_eq!(db.unfollow(1, 3, None, None).unwrap(), (1, 0));
+        assert!(matches!(db.unfollow(1, 3, None, None), Err(Error::NotFollowing { .. })));
         let posts: Vec<Post> = (1..=5)
             .map(|i| Post { id: i * 10, author: i % 2, ts_ms: i, content: format!("p{i}") })
             .collect();

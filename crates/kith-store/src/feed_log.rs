@@ -1,11 +1,16 @@
-//! The feed database's bookkeeping beside follows and posts: the fan-out watermark and
-//! idempotency records.
+//! The feed database's bookkeeping beside follows and posts: the fan-out watermark, pending
+//! re-pushes and idempotency records.
 //!
 //! Keys (in the feed database, see `feed_db.rs`):
 //! - `W` — the fan-out watermark, a big-endian u64: every post with an id at or below it has
 //!   been delivered to its followers' timelines. The feed redoes the fan-out of the posts
 //!   above it when it starts; fan-out is idempotent, so a watermark that lags (a raise lost
 //!   in a crash) only costs repeated work, never a missing post.
+//! - `Q author` — a pending re-push: under hybrid feeds the author stopped being a celebrity
+//!   (an unfollow brought its followers to the threshold), so its recent posts, pulled until
+//!   then, must be added to its followers' timelines. Stored in the unfollow's own batch;
+//!   the value is a token (u64, big-endian) that changes each time the marker is stored, so
+//!   a re-push removes the marker only if no later crossing stored it again.
 //! - `I key` — an idempotency record: the request's fingerprint (u64), when the record
 //!   expires (u64 milliseconds since the Unix epoch) and the first result's bytes, the two
 //!   integers little-endian. It is written in the same synced batch as the write it
@@ -18,6 +23,7 @@ use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch, WriteOptions
 use crate::error::{Error, Result};
 
 const WATERMARK: u8 = b'W';
+const REPUSH: u8 = b'Q';
 const RECORD: u8 = b'I';
 const EXPIRY: u8 = b'E';
 
@@ -119,6 +125,52 @@ pub(crate) fn set_fanout_watermark(db: &DB, watermark: u64, sync: bool) -> Resul
     let mut w = WriteOptions::default();
     w.set_sync(sync);
     Ok(db.put_opt([WATERMARK], watermark.to_be_bytes(), &w)?)
+}
+
+pub(crate) fn repush_key(author: u64) -> [u8; 9] {
+    let mut k = [REPUSH; 9];
+    k[1..].copy_from_slice(&author.to_be_bytes());
+    k
+}
+
+fn repush_token(author: u64, v: &[u8]) -> Result<u64> {
+    match <[u8; 8]>::try_from(v) {
+        Ok(b) => Ok(u64::from_be_bytes(b)),
+        Err(_) => Err(Error::Corrupt {
+            key: format!("Q{author} (a pending re-push)"),
+            reason: format!("{} bytes, not 8", v.len()),
+        }),
+    }
+}
+
+/// The token of the author's pending re-push, if one is stored.
+pub(crate) fn pending_repush(db: &DB, author: u64) -> Result<Option<u64>> {
+    match db.get_pinned(repush_key(author))? {
+        None => Ok(None),
+        Some(v) => repush_token(author, &v).map(Some),
+    }
+}
+
+/// Every pending re-push's author, ascending.
+pub(crate) fn pending_repushes(db: &DB) -> Result<Vec<u64>> {
+    let mut read = ReadOptions::default();
+    read.set_iterate_upper_bound(vec![REPUSH + 1]);
+    let mut out = Vec::new();
+    for item in db.iterator_opt(IteratorMode::From(&[REPUSH], Direction::Forward), read) {
+        let (k, v) = item?;
+        let author = match <[u8; 8]>::try_from(&k[1..]) {
+            Ok(b) => u64::from_be_bytes(b),
+            Err(_) => {
+                return Err(Error::Corrupt {
+                    key: format!("{k:?} (a pending re-push)"),
+                    reason: format!("a {}-byte key, not 9", k.len()),
+                });
+            }
+        };
+        repush_token(author, &v)?;
+        out.push(author);
+    }
+    Ok(out)
 }
 
 /// The record under `key`, expired or not (the caller compares `expires_ms` with its

@@ -85,8 +85,8 @@ impl Engine for Store {
         self.feed_db()?.follow(uid, targets, None)
     }
 
-    fn unfollow(&self, uid: u64, target: u64) -> Result<(u64, u64)> {
-        self.feed_db()?.unfollow(uid, target, None)
+    fn unfollow(&self, uid: u64, target: u64, repush_at: Option<u64>) -> Result<(u64, u64)> {
+        self.feed_db()?.unfollow(uid, target, repush_at, None)
     }
 
     fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
@@ -133,6 +133,18 @@ impl Engine for Store {
         self.feed_db()?.set_fanout_watermark(watermark, sync)
     }
 
+    fn pending_repush(&self, author: u64) -> Result<Option<u64>> {
+        self.feed_db()?.pending_repush(author)
+    }
+
+    fn pending_repushes(&self) -> Result<Vec<u64>> {
+        self.feed_db()?.pending_repushes()
+    }
+
+    fn repush_done(&self, author: u64, token: u64) -> Result<()> {
+        self.feed_db()?.repush_done(author, token)
+    }
+
     fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
         self.feed_db()?.idempotency_record(key)
     }
@@ -153,8 +165,9 @@ impl Engine for Store {
         &self,
         uid: u64,
         target: u64,
+        repush_at: Option<u64>,
         record: &IdempotencyRecord,
     ) -> Result<(u64, u64)> {
-        self.feed_db()?.unfollow(uid, target, Some(record))
+        self.feed_db()?.unfollow(uid, target, repush_at, Some(record))
     }
 }

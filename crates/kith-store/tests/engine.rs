@@ -36,7 +36,14 @@ struct Reference {
     /// (follower, followee).
     follows: BTreeSet<(u64, u64)>,
     posts: BTreeMap<u64, Post>,
+    /// Authors with a pending re-push (followers brought down to `REPUSH_AT`).
+    repushes: BTreeSet<u64>,
+    /// Re-pushes stored so far, so the test can tell it exercised them.
+    repushes_stored: u32,
 }
+
+/// The celebrity threshold the contract's unfollows pass: small, so random follows cross it.
+const REPUSH_AT: u64 = 2;
 
 impl Reference {
     /// The users the engine holds at the start, read through the listing.
@@ -134,10 +141,14 @@ fn contract(engine: &dyn Engine) {
             58..64 => {
                 let target = r.followees(u).first().copied().filter(|_| rng.random_bool(0.8));
                 let target = target.unwrap_or(v);
-                let got = engine.unfollow(u, target);
+                let got = engine.unfollow(u, target, Some(REPUSH_AT));
                 if r.follows.remove(&(u, target)) {
                     let after = r.followers(target).len() as u64;
                     assert_eq!(got.unwrap(), (after + 1, after), "unfollow({u}, {target})");
+                    if after == REPUSH_AT {
+                        r.repushes.insert(target);
+                        r.repushes_stored += 1;
+                    }
                 } else {
                     assert!(matches!(got, Err(Error::NotFollowing { .. })), "{got:?}");
                 }
@@ -154,7 +165,8 @@ fn contract(engine: &dyn Engine) {
                 engine.put_posts(&posts.iter().collect::<Vec<_>>()).unwrap();
                 r.posts.extend(posts.into_iter().map(|p| (p.id, p)));
             }
-            74..86 => check_user(engine, &r, u, &mut rng),
+            74..77 => repush(engine, &mut r, &mut rng),
+            77..86 => check_user(engine, &r, u, &mut rng),
             86..96 => check_traversals(engine, &r, u, v, &mut rng),
             _ => check_feed(engine, &r, u, next_post, &mut rng),
         }
@@ -164,6 +176,9 @@ fn contract(engine: &dyn Engine) {
     }
     assert_eq!(Reference::read(engine).friends, r.friends, "the listing sees every user");
     assert_eq!(engine.last_post_id().unwrap(), r.posts.keys().last().copied().unwrap_or(0));
+    let pending = engine.pending_repushes().unwrap();
+    assert_eq!(pending, r.repushes.iter().copied().collect::<Vec<_>>());
+    assert!(r.repushes_stored >= 5, "only {} re-pushes stored", r.repushes_stored);
     let sample = engine.random_users(9, &mut rng).unwrap();
     let distinct: BTreeSet<u64> = sample.iter().map(|(uid, _)| *uid).collect();
     assert_eq!((sample.len(), distinct.len()), (9, 9));
@@ -288,6 +303,24 @@ fn check_traversals(engine: &dyn Engine, r: &Reference, a: u64, b: u64, rng: &mu
 }
 
 /// Follow lists, counts and posts read back as the reference has them.
+/// Finishes a pending re-push, or tries to with a stale token (which must keep it), and
+/// compares the pending set.
+fn repush(engine: &dyn Engine, r: &mut Reference, rng: &mut Pcg64Mcg) {
+    assert_eq!(engine.pending_repushes().unwrap(), r.repushes.iter().copied().collect::<Vec<_>>());
+    let Some(&author) = r.repushes.iter().nth(rng.random_range(0..r.repushes.len().max(1))) else {
+        return;
+    };
+    let token = engine.pending_repush(author).unwrap().expect("pending");
+    if rng.random_bool(0.3) {
+        engine.repush_done(author, token.wrapping_add(1)).unwrap();
+        assert_eq!(engine.pending_repush(author).unwrap(), Some(token), "a stale token");
+    } else {
+        engine.repush_done(author, token).unwrap();
+        r.repushes.remove(&author);
+        assert_eq!(engine.pending_repush(author).unwrap(), None);
+    }
+}
+
 fn check_feed(engine: &dyn Engine, r: &Reference, uid: u64, next_post: u64, rng: &mut Pcg64Mcg) {
     let (followees, followers) = (r.followees(uid), r.followers(uid));
     let degree = engine.follow_degree(uid).unwrap();
@@ -342,8 +375,12 @@ fn check_records(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64, next_po
         got.unwrap();
         r.follows.insert((a, target));
         assert!(engine.idempotency_record("follow").unwrap().is_some());
-        engine.unfollow_recorded(a, target, &record("unfollow", vec![])).unwrap();
+        engine.unfollow_recorded(a, target, Some(REPUSH_AT), &record("unfollow", vec![])).unwrap();
         r.follows.remove(&(a, target));
+        if r.followers(target).len() as u64 == REPUSH_AT {
+            r.repushes.insert(target);
+            r.repushes_stored += 1;
+        }
         assert!(engine.idempotency_record("unfollow").unwrap().is_some());
     }
 }

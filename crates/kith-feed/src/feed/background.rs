@@ -73,23 +73,45 @@ impl Feed {
     /// time (read by seeking past the last one), so memory is bounded by a batch. Whether
     /// the author is pushed is decided here, not when posting: a post's acknowledgement
     /// never waits for (or fails on) this decision. Redoing a job is harmless.
+    ///
+    /// A re-push reads its pending token before the author's posts and removes it after
+    /// the last batch, only if no later unfollow stored it again meanwhile (whose posts it
+    /// may have missed; that unfollow's own job is queued).
     async fn run_job(&self, job: FanJob) -> Result<()> {
-        let (author, ids) = match job {
+        let (author, ids, token) = match job {
             FanJob::Post { author, id } => {
                 if !self.pushed(author)? {
                     return Ok(());
                 }
-                (author, vec![id])
+                (author, vec![id], None)
             }
-            FanJob::Author { author } => (author, self.author_recent(author).await?),
+            FanJob::Author { author } => {
+                let engine = self.engine.clone();
+                let token = blocking(move || engine.pending_repush(author)).await?;
+                // A celebrity again (or pull feeds now): its posts are pulled, nothing to add.
+                let ids =
+                    if self.pushed(author)? { self.author_recent(author).await? } else { vec![] };
+                (author, ids, token)
+            }
         };
+        if !ids.is_empty() {
+            self.deliver(author, &ids).await?;
+        }
+        if let Some(token) = token {
+            let engine = self.engine.clone();
+            blocking(move || engine.repush_done(author, token)).await?;
+        }
+        Ok(())
+    }
+
+    async fn deliver(&self, author: u64, ids: &[u64]) -> Result<()> {
         let batch = self.config.fanout_batch.max(1);
         let mut from = 0;
         loop {
             let engine = self.engine.clone();
             let followers = blocking(move || engine.followers_from(author, from, batch)).await?;
             self.metrics.fanout_deliveries.inc_by(followers.len() as u64);
-            self.backend.timeline_add(&followers, &ids, self.config.timeline_len).await?;
+            self.backend.timeline_add(&followers, ids, self.config.timeline_len).await?;
             match followers.last() {
                 Some(&last) if followers.len() == batch && last < u64::MAX => from = last + 1,
                 _ => return Ok(()),

@@ -75,9 +75,13 @@ impl Feed {
     ) -> Result<()> {
         self.require_users(vec![uid, target]).await?;
         let engine = self.engine.clone();
+        // Under hybrid feeds an unfollow that ends the target's celebrity stores, with the
+        // unfollow, a pending re-push of its recent posts, redone at open after a crash.
+        let t = self.config.celebrity_threshold;
+        let repush_at = (self.config.strategy == Strategy::Hybrid).then_some(t);
         let (before, after) = blocking(move || match record {
-            Some(r) => engine.unfollow_recorded(uid, target, &r),
-            None => engine.unfollow(uid, target),
+            Some(r) => engine.unfollow_recorded(uid, target, repush_at, &r),
+            None => engine.unfollow(uid, target, repush_at),
         })
         .await?;
         if self.config.strategy != Strategy::Pull {
@@ -88,11 +92,7 @@ impl Feed {
                 self.metrics.cache_errors.inc();
                 self.backend.carried_on("an unfollow's timeline removal", &e);
             }
-            let t = self.config.celebrity_threshold;
-            if self.config.strategy == Strategy::Hybrid && before > t && after <= t {
-                // TODO(issue 18): this job lives only in memory; a crash before it runs
-                // leaves the author's recent posts out of followers' existing timelines.
-                // Persisting it needs the follower threshold in the unfollow's batch.
+            if repush_at.is_some() && before > t && after <= t {
                 self.enqueue(FanJob::Author { author: target }).await;
             }
         }
