@@ -111,7 +111,7 @@ impl Header {
     fn implied_body_len(&self) -> Option<u64> {
         let csr = |entries: u64| -> Option<u64> {
             (self.nodes.checked_add(1)?.checked_mul(8)?)
-                .checked_add(padded(entries.checked_mul(4)?))
+                .checked_add(checked_padded(entries.checked_mul(4)?)?)
         };
         let mut len = self.nodes.checked_mul(8)?.checked_add(csr(self.out_entries)?)?;
         if self.directed {
@@ -123,6 +123,11 @@ impl Header {
 
 fn padded(bytes: u64) -> u64 {
     bytes.div_ceil(8) * 8
+}
+
+/// [`padded`] for lengths read from a file, `None` where it would overflow.
+fn checked_padded(bytes: u64) -> Option<u64> {
+    bytes.div_ceil(8).checked_mul(8)
 }
 
 /// Writes `graph` to `path` as a snapshot through `fs`, with [`write_atomic`]: a crash leaves
@@ -429,6 +434,12 @@ mod tests {
         expect("header field flags: unknown bits 0x100 set");
         forge(&path, 3, &ids, &[(&[0, 1, 2, 2], &[1, 0])], |h| h[100] = 7);
         expect("header byte 100: reserved, must be zero");
+        // An entry count whose padded byte length overflows (found by fuzzing: it panicked
+        // with overflow checks on, and without them wrapped to a length the file matched).
+        forge(&path, 3, &ids, &[(&[0, 0, 0, 0], &[])], |h| {
+            h[24..32].copy_from_slice(&0x3fff_ffff_ffff_ffffu64.to_le_bytes());
+        });
+        expect("size mismatch");
         // And the same, untouched, reads.
         forge(&path, 3, &ids, &[(&[0, 1, 2, 2], &[1, 0])], |_| {});
         assert_eq!(read(&path).unwrap().num_edges(), 1);
