@@ -14,7 +14,11 @@ use crate::options::BLOCK_BYTES;
 use crate::record;
 
 /// The on-disk format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// 2: friend-list changes are RocksDB merge operands (`friend_ops.rs`), which a kith of
+/// format 1 cannot read (RocksDB stops it with a missing-merge-operator error). A store of
+/// format 1 is marked 2 when this kith opens it, so an older kith refuses it by name instead.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// How the current layout was made, kept in the store's metadata.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -103,6 +103,13 @@ impl Store {
                 supported: FORMAT_VERSION,
             });
         }
+        if format < FORMAT_VERSION {
+            // Format 1 differs only in lacking merge operands, which this kith may write.
+            let (key, value) = crate::meta::meta_format();
+            let mut w = WriteOptions::default();
+            w.set_sync(true);
+            db.put_opt(key, value, &w)?;
+        }
         let missing =
             |name: &str| Error::Corrupt { key: format!("meta/{name}"), reason: "missing".into() };
         let generation = read_u32(&db, "generation")?.ok_or_else(|| missing("generation"))?;

@@ -109,6 +109,17 @@ fn opening_what_is_not_a_store_fails_clearly() {
     }
     let err = Store::open(&s, &OpenOptions::default()).unwrap_err();
     assert!(err.to_string().contains("store format version 99 is newer"), "{err}");
+    // A store of format 1 (before friend-list merge operands) opens, and is marked 2 so
+    // that a kith of format 1 refuses it by name rather than failing on a merge operand.
+    {
+        let db = rocksdb::DB::open_default(&s).unwrap();
+        db.put(b"mformat", 1u32.to_le_bytes()).unwrap();
+    }
+    drop(Store::open(&s, &OpenOptions::default()).unwrap());
+    {
+        let db = rocksdb::DB::open_default(&s).unwrap();
+        assert_eq!(db.get(b"mformat").unwrap(), Some(2u32.to_le_bytes().to_vec()));
+    }
     // Building over an existing store is refused.
     let err = build(
         &s,
