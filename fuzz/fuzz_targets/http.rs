@@ -33,6 +33,8 @@ const TOKEN: &str = "fuzz-token";
 /// Users the store is built with (uids 0..BUILT); puts may add uids up to USERS.
 const BUILT: u64 = 16;
 const USERS: u64 = 24;
+/// The newest posts per author the model keeps: more than any feed request shows.
+const FEED_WINDOW: usize = 256;
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -303,7 +305,13 @@ fn run(w: &World, m: &mut Model, op: Op) {
             if r.status.is_success() {
                 assert!(m.users.contains(&a), "post by unknown user {a}");
                 let id = r.body["id"].as_u64().expect("a post id");
-                m.posts.entry(a).or_default().push(id);
+                let posts = m.posts.entry(a).or_default();
+                posts.push(id);
+                // A feed shows at most 255 posts (`limit` is a u8), so older ones can go:
+                // the model's feeds then cost the same however long the fuzzer runs.
+                if posts.len() > 2 * FEED_WINDOW {
+                    posts.drain(..posts.len() - FEED_WINDOW);
+                }
             }
         }
         Op::Feed { uid: u, limit } => {

@@ -50,9 +50,25 @@ fn host_name(authority: &str) -> String {
     }
 }
 
+/// Whether `authority` is an IP address, with or without a port: what clients of a server
+/// on an address send. Checked without allocating, before the general case.
+fn is_address(authority: &str) -> bool {
+    let name = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => match authority.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => authority,
+        },
+    };
+    name.parse::<IpAddr>().is_ok()
+}
+
 impl Guard {
     /// Whether `authority` (a `Host` value or an origin's host and port) names this server.
     fn allowed(&self, authority: &str) -> bool {
+        if is_address(authority.trim()) {
+            return true;
+        }
         let name = host_name(authority);
         // An address cannot be rebound to another site, only names can.
         let literal = name.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok();
@@ -101,25 +117,8 @@ impl Guard {
 
 /// The middleware: host, cross-site, load and time checks, in that order.
 pub(crate) async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .map(|v| v.to_str().unwrap_or("\u{fffd}").to_string())
-        .or_else(|| req.uri().authority().map(|a| a.to_string()));
-    if let Some(h) = &host
-        && !g.allowed(h)
-    {
-        return ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "unknown_host",
-            format!("Host {h:?} is not one this server answers to (see --allowed-host)"),
-        )
-        .into_response();
-    }
-    let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if write && let Some(why) = g.cross_site(req.headers(), host.as_deref()) {
-        return ApiError::new(StatusCode::FORBIDDEN, "cross_site", format!("refused {why}"))
-            .into_response();
+    if let Some(refused) = g.refuse(&req) {
+        return refused;
     }
     let Ok(_permit) = g.in_flight.clone().try_acquire_owned() else {
         return overloaded("requests in progress").into_response();
@@ -132,6 +131,35 @@ pub(crate) async fn guard(State(g): State<Guard>, req: Request, next: Next) -> R
             format!("the request took longer than {} ms", g.request_timeout.as_millis()),
         )
         .into_response(),
+    }
+}
+
+impl Guard {
+    /// The host and cross-site checks, borrowing the request's headers (nothing is
+    /// allocated for a request that passes with an address in `Host`).
+    fn refuse(&self, req: &Request) -> Option<Response> {
+        let from_uri;
+        let host = match req.headers().get(header::HOST) {
+            Some(v) => Some(v.to_str().unwrap_or("\u{fffd}")),
+            None => {
+                from_uri = req.uri().authority().map(|a| a.as_str().to_string());
+                from_uri.as_deref()
+            }
+        };
+        if let Some(h) = host
+            && !self.allowed(h)
+        {
+            let message =
+                format!("Host {h:?} is not one this server answers to (see --allowed-host)");
+            let e = ApiError::new(StatusCode::MISDIRECTED_REQUEST, "unknown_host", message);
+            return Some(e.into_response());
+        }
+        let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        if write && let Some(why) = self.cross_site(req.headers(), host) {
+            let e = ApiError::new(StatusCode::FORBIDDEN, "cross_site", format!("refused {why}"));
+            return Some(e.into_response());
+        }
+        None
     }
 }
 
