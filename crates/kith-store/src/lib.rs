@@ -103,5 +103,5 @@ pub use relayout::NewLayout;
 pub use status::dir_bytes;
 pub use store::Store;
 
-/// RocksDB's statistics tickers, for [`Store::ticker`].
-pub use rocksdb::statistics::Ticker;
+/// RocksDB's statistics tickers and histograms, for [`Store::ticker`] and [`Store::histogram`].
+pub use rocksdb::statistics::{Histogram, HistogramData, Ticker};

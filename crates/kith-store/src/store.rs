@@ -265,4 +265,13 @@ impl Store {
     pub fn ticker(&self, ticker: rocksdb::statistics::Ticker) -> u64 {
         self.options.get_ticker_count(ticker)
     }
+
+    /// A RocksDB statistics histogram since the store was opened (merge operands per read
+    /// and the like).
+    pub fn histogram(
+        &self,
+        histogram: rocksdb::statistics::Histogram,
+    ) -> rocksdb::statistics::HistogramData {
+        self.options.get_histogram_data(histogram)
+    }
 }
