@@ -73,6 +73,8 @@ mod rocks;
 mod status;
 mod store;
 mod sync;
+#[doc(hidden)]
+pub mod testing;
 mod trace;
 mod verify;
 mod write;

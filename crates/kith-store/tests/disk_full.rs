@@ -11,44 +11,10 @@
 //! Mounting needs root (or `CAP_SYS_ADMIN`); where it is refused the test prints why and
 //! passes without running.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use kith_store::testing::Tmpfs;
 use kith_store::{BuildOptions, DataSpec, Error, LayoutMeta, OpenOptions, Store};
-
-/// Unmounts the tmpfs when the test ends, also on failure.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        Ok(Tmpfs(dir.to_path_buf()))
-    }
-
-    fn resize(&self, size: &str) {
-        let status = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(status.success(), "remounting the tmpfs at {size}");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
 
 /// The data block of `uid` at `version`: 256 KiB, different for every version.
 fn block(uid: u64, version: u64) -> Vec<u8> {
@@ -90,7 +56,7 @@ fn a_full_disk_fails_writes_clearly_and_loses_nothing() {
             return;
         }
     };
-    let dir = tmpfs.0.join("store");
+    let dir = tmpfs.path().join("store");
     let graph = kith_layout::paper_example();
     let layout = kith_layout::Layout::identity(graph.num_nodes());
     let options = BuildOptions { data: DataSpec::Fixed(100), ..BuildOptions::default() };

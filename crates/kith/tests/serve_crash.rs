@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::Server;
 use common::service::{body, client, store};
+use kith_store::testing::Tmpfs;
 use reqwest::blocking::Client;
 use serde_json::{Value, json};
 
@@ -129,40 +130,6 @@ fn feed_crash_trial_loses_no_acknowledged_write() {
     assert!(report["acknowledged"]["posts"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(report["lost"]["posts"], 0, "{report}");
     assert_eq!(report["server_errors"], 0, "{report}");
-}
-
-/// A tmpfs mounted over a directory for one test, unmounted when dropped.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    /// Mounts `size` bytes of tmpfs at `dir`, or says why not (not root, no mount here).
-    fn mount(dir: &std::path::Path, size: &str) -> Result<Tmpfs, String> {
-        let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .map_err(|e| format!("running mount: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        Ok(Tmpfs(dir.to_path_buf()))
-    }
-
-    /// Grows (or shrinks) the tmpfs: space returns.
-    fn resize(&self, size: &str) {
-        let status = std::process::Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(status.success(), "remounting the tmpfs at {size}");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
 }
 
 /// The journal's disk fills up under `kith serve --cache write-back`: posts are refused

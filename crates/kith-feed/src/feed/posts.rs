@@ -92,13 +92,18 @@ impl Feed {
         }
         let author = req.author;
         self.require_users(vec![author]).await?;
-        let fp = fingerprint(&[
-            b"post",
-            &author.to_le_bytes(),
-            req.content.as_bytes(),
-            &req.id.unwrap_or(0).to_le_bytes(),
-            &req.ts_ms.unwrap_or(0).to_le_bytes(),
-        ]);
+        // The request's fingerprint matters only under an idempotency key: a post without
+        // one does not hash its content.
+        let fp = match req.idempotency_key {
+            Some(_) => fingerprint(&[
+                b"post",
+                &author.to_le_bytes(),
+                req.content.as_bytes(),
+                &req.id.unwrap_or(0).to_le_bytes(),
+                &req.ts_ms.unwrap_or(0).to_le_bytes(),
+            ]),
+            None => 0,
+        };
         let _key_guard = match &req.idempotency_key {
             Some(k) => Some(self.key_stripe(k)?.lock().await),
             None => None,
