@@ -72,22 +72,27 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body =
-            if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
-                // The detail of a server fault (RocksDB's or the OS's text, file paths) is for
-                // the operator, not the client: the log gets it under an id the client sees.
-                let id = format!("{:016x}", rand::random::<u64>());
-                eprintln!("kith serve: error {id} ({}): {}", self.code, self.message);
-                let what = if self.status == StatusCode::INSUFFICIENT_STORAGE {
+        let body = if self.status.is_server_error()
+            && (self.status != StatusCode::SERVICE_UNAVAILABLE || self.code == "store_unavailable")
+        {
+            // The detail of a server fault (RocksDB's or the OS's text, file paths) is for
+            // the operator, not the client: the log gets it under an id the client sees.
+            let id = format!("{:016x}", rand::random::<u64>());
+            eprintln!("kith serve: error {id} ({}): {}", self.code, self.message);
+            let what = match self.status {
+                StatusCode::INSUFFICIENT_STORAGE => {
                     "the server's disk is full and the write was not applied"
-                } else {
-                    "internal error"
-                };
-                let message = format!("{what}; the server's log has the details under id {id}");
-                ErrorBody { error: self.code.to_string(), message, id: Some(id) }
-            } else {
-                ErrorBody { error: self.code.to_string(), message: self.message, id: None }
+                }
+                StatusCode::SERVICE_UNAVAILABLE => {
+                    "too few storage replicas answered; nothing was acknowledged, retry later (a write with the same Idempotency-Key)"
+                }
+                _ => "internal error",
             };
+            let message = format!("{what}; the server's log has the details under id {id}");
+            ErrorBody { error: self.code.to_string(), message, id: Some(id) }
+        } else {
+            ErrorBody { error: self.code.to_string(), message: self.message, id: None }
+        };
         let mut r = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
@@ -113,6 +118,7 @@ impl From<kith_store::Error> for ApiError {
             E::NotFollowing { .. } => (StatusCode::NOT_FOUND, "not_following"),
             E::TooExpensive { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_expensive"),
             E::DiskFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, "disk_full"),
+            E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         ApiError::new(status, code, e.to_string())

@@ -133,6 +133,21 @@ pub enum Error {
         /// RocksDB's message, naming the file it was writing.
         detail: String,
     },
+    /// A distributed engine could not carry out the request at its consistency level: too
+    /// few replicas alive or answering in time, or no node reachable. A write that fails
+    /// with this was not acknowledged (it may or may not have been applied, so a retry, with
+    /// the same idempotency key where there is one, is safe).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// A storage engine other than RocksDB failed (a driver or server error that is neither
+    /// the caller's nor an unavailability).
+    #[error("{engine}: {detail}")]
+    Backend {
+        /// The engine ("cassandra").
+        engine: &'static str,
+        /// What failed.
+        detail: String,
+    },
     /// A file-system error outside RocksDB.
     #[error("{context}: {source}")]
     Io {

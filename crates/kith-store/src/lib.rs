@@ -87,7 +87,7 @@ pub use feed_log::{IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
 pub use page::{FriendsPage, UsersCursor, UsersPage, friends_page};
 pub use paths::{DEFAULT_TRAVERSAL_BUDGET, MAX_NEIGHBORHOOD_HOPS, MAX_PATH_HOPS, Neighborhood};
 pub use post::Post;
-pub use record::{MAX_DATA_BYTES, MAX_PAGE, Profile, User};
+pub use record::{MAX_DATA_BYTES, MAX_FRIENDS, MAX_PAGE, Profile, User};
 pub use write::UserWrite;
 
 // The RocksDB store: opening, building, relayout, benchmarks and the crash test.

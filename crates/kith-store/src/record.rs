@@ -154,6 +154,15 @@ impl Profile {
         Ok(out)
     }
 
+    /// Reads a profile made by [`Profile::encode`] (for engines that store it without
+    /// kith's own key and checksum); `what` names the record in a corruption error.
+    pub fn decode_stored(bytes: &[u8], what: &str) -> Result<Profile> {
+        Profile::decode(&[], bytes).map_err(|e| match e {
+            Error::Corrupt { reason, .. } => Error::Corrupt { key: what.to_string(), reason },
+            e => e,
+        })
+    }
+
     fn decode(key: &[u8], bytes: &[u8]) -> Result<Profile> {
         let mut r = Reader { key, bytes };
         let schema = r.u8()?;

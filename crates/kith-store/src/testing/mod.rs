@@ -1,5 +1,9 @@
 //! Helpers for tests of kith and the crates above it (not part of the API): a small tmpfs
-//! to fill a disk under a store or a journal.
+//! to fill a disk under a store or a journal, and the contract every engine keeps.
+
+mod contract;
+
+pub use contract::contract;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,0 +1,519 @@
+//! Local Cassandra clusters on loopback: `kith cluster up|status|down`, and the nodes the
+//! fault trials kill, restart and add.
+//!
+//! Node `i` of a cluster based at `127.0.0.B` listens on `127.0.0.(B+i-1)` (storage 7000, CQL
+//! 9042) and takes JMX on `127.0.0.1:7100 + 16·third octet + fourth octet`, so clusters on
+//! different loopback ranges do not collide. The cluster's state (nodes, pids, tokens) is
+//! `cluster.json` in its directory, so a later command finds it.
+
+mod install;
+mod node;
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use install::{CASSANDRA_VERSION, default_home, ensure_jars};
+pub use node::{CQL_PORT, Node};
+
+use crate::error::{Error, Result};
+use node::Launch;
+
+/// What `LocalCluster::up` starts.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Number of nodes (1 to 32).
+    pub nodes: usize,
+    /// The cluster's directory (one subdirectory per node).
+    pub dir: PathBuf,
+    /// The first node's address; the others follow it. Default 127.0.0.1.
+    pub base: Ipv4Addr,
+    /// Each node's JVM heap. Default 768 MiB (about 1.1 GB resident per node).
+    pub heap_mb: u32,
+    /// Where Cassandra's jars are, or go ([`default_home`]).
+    pub home: PathBuf,
+    /// The keyspace to create, with replication factor min(3, nodes). Default `kith`.
+    pub keyspace: String,
+    /// How long to wait for every node to come up. Default 300 s.
+    pub timeout: Duration,
+    /// Print progress on stderr.
+    pub progress: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> ClusterConfig {
+        ClusterConfig {
+            nodes: 3,
+            dir: PathBuf::from("kith-cluster"),
+            base: Ipv4Addr::new(127, 0, 0, 1),
+            heap_mb: 768,
+            home: default_home(),
+            keyspace: crate::DEFAULT_KEYSPACE.to_string(),
+            timeout: Duration::from_secs(300),
+            progress: false,
+        }
+    }
+}
+
+/// A cluster of Cassandra nodes on this machine, as its `cluster.json` records it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LocalCluster {
+    /// Cassandra's cluster name.
+    pub name: String,
+    /// The cluster's directory.
+    pub dir: PathBuf,
+    /// Each node's heap.
+    pub heap_mb: u32,
+    /// Cassandra's jars.
+    pub lib: PathBuf,
+    /// The nodes, in the order they were added.
+    pub nodes: Vec<Node>,
+    /// Whether progress is printed.
+    #[serde(skip)]
+    pub progress: bool,
+    /// How long to wait for a node.
+    #[serde(skip, default = "default_timeout")]
+    pub timeout: Duration,
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(300)
+}
+
+/// A node's state as `status` reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeStatus {
+    /// The node's index.
+    pub index: usize,
+    /// Its address.
+    pub address: Ipv4Addr,
+    /// Its JVM's process id, if it runs.
+    pub pid: Option<u32>,
+    /// `up` (accepting CQL), `starting` (running, not yet accepting CQL) or `down`.
+    pub state: &'static str,
+    /// Bytes under its data directory.
+    pub data_bytes: u64,
+    /// Its token.
+    pub token: i64,
+}
+
+const CLUSTER_FILE: &str = "cluster.json";
+
+impl LocalCluster {
+    /// Starts a new cluster of `config.nodes` nodes (all at once: each has its own token and
+    /// none streams), waits until every node accepts CQL and knows every other, and creates
+    /// the keyspace. A directory whose cluster was stopped is started again with its data.
+    pub fn up(config: &ClusterConfig) -> Result<LocalCluster> {
+        if !(1..=32).contains(&config.nodes) {
+            return Err(Error::Cluster(format!(
+                "--nodes {}: a local cluster has 1 to 32 nodes",
+                config.nodes
+            )));
+        }
+        let dir = absolute(&config.dir)?;
+        if dir.join(CLUSTER_FILE).exists() {
+            let mut cluster = LocalCluster::open(&dir)?;
+            cluster.progress = config.progress;
+            cluster.timeout = config.timeout;
+            if let Some(n) = cluster.nodes.iter().find(|n| n.alive()) {
+                return Err(Error::Cluster(format!(
+                    "{}: a cluster already runs here (node {} at {}, pid {}); `kith cluster down --dir {}` stops it",
+                    dir.display(),
+                    n.index,
+                    n.address,
+                    n.pid.unwrap_or(0),
+                    dir.display()
+                )));
+            }
+            if cluster.nodes.len() != config.nodes {
+                return Err(Error::Cluster(format!(
+                    "{}: holds a stopped cluster of {} nodes, not {}; start it with --nodes {} or use another directory",
+                    dir.display(),
+                    cluster.nodes.len(),
+                    config.nodes,
+                    cluster.nodes.len()
+                )));
+            }
+            cluster.say(format!("starting the stopped cluster in {}", dir.display()));
+            let all: Vec<usize> = (0..cluster.nodes.len()).collect();
+            cluster.start_nodes(&all, false)?;
+            cluster.wait_ready(&all)?;
+            return Ok(cluster);
+        }
+        let lib = ensure_jars(&config.home)?;
+        install::java_major()?;
+        let addresses = addresses(config.base, config.nodes)?;
+        for a in &addresses {
+            let cql = std::net::SocketAddr::from((*a, CQL_PORT));
+            if std::net::TcpStream::connect_timeout(&cql, Duration::from_millis(300)).is_ok() {
+                return Err(Error::Cluster(format!(
+                    "{cql} is already taken by another process; pick another --base address"
+                )));
+            }
+        }
+        std::fs::create_dir_all(&dir).map_err(Error::io(format!("creating {}", dir.display())))?;
+        let nodes = addresses
+            .iter()
+            .enumerate()
+            .map(|(i, &address)| Node {
+                index: i + 1,
+                address,
+                jmx_port: jmx_port(address),
+                token: even_token(i, config.nodes),
+                dir: dir.join(format!("node{}", i + 1)),
+                pid: None,
+            })
+            .collect();
+        let mut cluster = LocalCluster {
+            name: format!(
+                "kith-{}",
+                dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            ),
+            dir,
+            heap_mb: config.heap_mb,
+            lib,
+            nodes,
+            progress: config.progress,
+            timeout: config.timeout,
+        };
+        let all: Vec<usize> = (0..cluster.nodes.len()).collect();
+        cluster.say(format!(
+            "starting {} Cassandra {CASSANDRA_VERSION} nodes on {}..{} (heap {} MiB each)",
+            config.nodes,
+            addresses[0],
+            addresses[addresses.len() - 1],
+            config.heap_mb
+        ));
+        cluster.start_nodes(&all, false)?;
+        cluster.wait_ready(&all)?;
+        let rf = config.nodes.min(3);
+        crate::schema::create_keyspace(&cluster.hosts(), &config.keyspace, rf)?;
+        cluster.say(format!("keyspace {} created (replication factor {rf})", config.keyspace));
+        Ok(cluster)
+    }
+
+    /// The cluster whose `cluster.json` is in `dir`.
+    pub fn open(dir: &Path) -> Result<LocalCluster> {
+        let dir = absolute(dir)?;
+        let path = dir.join(CLUSTER_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Error::Cluster(format!(
+                "{}: no local cluster here ({e}); `kith cluster up --dir` makes one",
+                dir.display()
+            ))
+        })?;
+        let mut cluster: LocalCluster = serde_json::from_str(&text)
+            .map_err(|e| Error::Cluster(format!("{}: not a cluster file: {e}", path.display())))?;
+        cluster.timeout = default_timeout();
+        Ok(cluster)
+    }
+
+    /// The nodes' CQL endpoints, `address:9042`.
+    pub fn hosts(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.cql().to_string()).collect()
+    }
+
+    /// Each node's state.
+    pub fn status(&self) -> Vec<NodeStatus> {
+        self.nodes
+            .iter()
+            .map(|n| NodeStatus {
+                index: n.index,
+                address: n.address,
+                pid: n.pid.filter(|_| n.alive()),
+                state: match (n.alive(), n.listening()) {
+                    (true, true) => "up",
+                    (true, false) => "starting",
+                    _ => "down",
+                },
+                data_bytes: dir_bytes(&n.dir.join("data")),
+                token: n.token,
+            })
+            .collect()
+    }
+
+    /// Stops every node: SIGTERM (Cassandra flushes and stops), then SIGKILL for any still
+    /// running after `grace`.
+    pub fn down(&mut self, grace: Duration) -> Result<()> {
+        for n in &self.nodes {
+            n.signal(libc::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        while self.nodes.iter().any(Node::alive) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for n in &mut self.nodes {
+            n.signal(libc::SIGKILL);
+        }
+        for n in &mut self.nodes {
+            wait_gone(n);
+            n.pid = None;
+        }
+        self.save()
+    }
+
+    /// Kills node `index` (1-based) with SIGKILL, as a crash would, and waits until it is gone.
+    pub fn kill(&mut self, index: usize) -> Result<()> {
+        let n = self.node_mut(index)?;
+        n.signal(libc::SIGKILL);
+        wait_gone(n);
+        n.pid = None;
+        self.save()
+    }
+
+    /// Starts node `index` again with its data, and waits until it accepts CQL and knows the
+    /// others.
+    pub fn restart(&mut self, index: usize) -> Result<()> {
+        let i = self.position(index)?;
+        if self.nodes[i].alive() {
+            return Err(Error::Cluster(format!("node {index} is already running")));
+        }
+        self.start_nodes(&[i], false)?;
+        self.wait_ready(&[i])
+    }
+
+    /// Adds a node that joins the running cluster (streaming its share of the data from the
+    /// others, as a new server would) with a token that halves the largest range; waits until
+    /// it has joined. Returns its index.
+    pub fn add_node(&mut self) -> Result<usize> {
+        let last =
+            self.nodes.last().ok_or_else(|| Error::Cluster("the cluster has no nodes".into()))?;
+        let octets = last.address.octets();
+        if octets[3] == 255 {
+            return Err(Error::Cluster("no loopback address left after the last node".into()));
+        }
+        let address = Ipv4Addr::new(octets[0], octets[1], octets[2], octets[3] + 1);
+        let tokens: Vec<i64> = self.nodes.iter().map(|n| n.token).collect();
+        let index = self.nodes.len() + 1;
+        self.nodes.push(Node {
+            index,
+            address,
+            jmx_port: jmx_port(address),
+            token: bisecting_token(&tokens),
+            dir: self.dir.join(format!("node{index}")),
+            pid: None,
+        });
+        let i = self.nodes.len() - 1;
+        self.say(format!("adding node {index} at {address} (bootstrap: streams its ranges)"));
+        self.start_nodes(&[i], true)?;
+        self.wait_ready(&[i])?;
+        Ok(index)
+    }
+
+    /// Runs `nodetool` against node `index` (flush, status, …) and returns its output.
+    pub fn nodetool(&self, index: usize, args: &[&str]) -> Result<String> {
+        let n = &self.nodes[self.position(index)?];
+        let out = std::process::Command::new("java")
+            .arg("-cp")
+            .arg(format!("{}/*", self.lib.display()))
+            .arg("-Dlogback.configurationFile=/dev/null")
+            .arg("org.apache.cassandra.tools.NodeTool")
+            .args(["-h", "127.0.0.1", "-p", &n.jmx_port.to_string()])
+            .args(args)
+            .output()
+            .map_err(Error::io("running nodetool"))?;
+        if !out.status.success() {
+            return Err(Error::Cluster(format!(
+                "nodetool {} on node {index}: {}",
+                args.join(" "),
+                install::tail(&String::from_utf8_lossy(&out.stderr), 3)
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn position(&self, index: usize) -> Result<usize> {
+        self.nodes.iter().position(|n| n.index == index).ok_or_else(|| {
+            Error::Cluster(format!("no node {index} (the cluster has {})", self.nodes.len()))
+        })
+    }
+
+    fn node_mut(&mut self, index: usize) -> Result<&mut Node> {
+        let i = self.position(index)?;
+        Ok(&mut self.nodes[i])
+    }
+
+    fn start_nodes(&mut self, which: &[usize], bootstrap: bool) -> Result<()> {
+        // The first three nodes are the seeds; a cluster's nodes all start as seeds together.
+        let seeds: Vec<Ipv4Addr> = self.nodes.iter().take(3).map(|n| n.address).collect();
+        let lib = self.lib.clone();
+        let name = self.name.clone();
+        let launch = Launch {
+            cluster_name: &name,
+            seeds: &seeds,
+            heap_mb: self.heap_mb,
+            bootstrap,
+            lib: &lib,
+        };
+        for &i in which {
+            self.nodes[i].start(&launch)?;
+        }
+        self.save()
+    }
+
+    /// Waits until the nodes `which` accept CQL and each lists every other node as a peer.
+    fn wait_ready(&self, which: &[usize]) -> Result<()> {
+        let t0 = Instant::now();
+        let deadline = t0 + self.timeout;
+        for &i in which {
+            let n = &self.nodes[i];
+            loop {
+                if !n.alive() {
+                    return Err(Error::Cluster(format!(
+                        "node {} ({}) exited while starting: {} (log: {})",
+                        n.index,
+                        n.address,
+                        n.log_tail(),
+                        n.log().display()
+                    )));
+                }
+                if n.listening() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::Cluster(format!(
+                        "node {} ({}) did not accept CQL within {:.0} s: {} (log: {})",
+                        n.index,
+                        n.address,
+                        self.timeout.as_secs_f64(),
+                        n.log_tail(),
+                        n.log().display()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            self.say(format!(
+                "node {} ({}) accepts CQL after {:.1} s",
+                n.index,
+                n.address,
+                t0.elapsed().as_secs_f64()
+            ));
+        }
+        let live: Vec<Ipv4Addr> =
+            self.nodes.iter().filter(|n| n.alive()).map(|n| n.address).collect();
+        let targets: Vec<Ipv4Addr> = which.iter().map(|&i| self.nodes[i].address).collect();
+        crate::schema::wait_peers(&targets, &live, deadline)?;
+        self.say(format!(
+            "all {} running nodes see each other after {:.1} s",
+            live.len(),
+            t0.elapsed().as_secs_f64()
+        ));
+        Ok(())
+    }
+
+    fn save(&self) -> Result<()> {
+        let path = self.dir.join(CLUSTER_FILE);
+        let text = serde_json::to_string_pretty(self).expect("cluster state serialises");
+        kith_graph::durable::write_atomic(&kith_graph::durable::StdFs, &path, |w| {
+            w.write_all(text.as_bytes())
+        })
+        .map_err(|e| Error::Cluster(format!("writing {}: {e}", path.display())))
+    }
+
+    fn say(&self, what: String) {
+        if self.progress {
+            eprintln!("kith cluster: {what}");
+        }
+    }
+}
+
+fn absolute(dir: &Path) -> Result<PathBuf> {
+    std::path::absolute(dir).map_err(Error::io(format!("resolving {}", dir.display())))
+}
+
+/// `n` consecutive loopback addresses from `base`.
+fn addresses(base: Ipv4Addr, n: usize) -> Result<Vec<Ipv4Addr>> {
+    let o = base.octets();
+    if o[0] != 127 {
+        return Err(Error::Cluster(format!(
+            "--base {base}: local clusters use loopback addresses (127.x.y.z)"
+        )));
+    }
+    if o[3] == 0 || usize::from(o[3]) + n > 256 {
+        return Err(Error::Cluster(format!(
+            "--base {base}: {n} nodes do not fit after it in {}.{}.{}.x",
+            o[0], o[1], o[2]
+        )));
+    }
+    Ok((0..n).map(|i| Ipv4Addr::new(o[0], o[1], o[2], o[3] + i as u8)).collect())
+}
+
+fn jmx_port(address: Ipv4Addr) -> u16 {
+    let o = address.octets();
+    7100 + 16 * u16::from(o[2]) + u16::from(o[3])
+}
+
+/// The token of node `i` of `n`, spread evenly over Murmur3's range.
+fn even_token(i: usize, n: usize) -> i64 {
+    let step = (u64::MAX / n as u64).wrapping_add(1);
+    (i64::MIN as u64).wrapping_add(step.wrapping_mul(i as u64)) as i64
+}
+
+/// The token halfway through the largest range between consecutive tokens (the ring wraps).
+fn bisecting_token(tokens: &[i64]) -> i64 {
+    let mut sorted = tokens.to_vec();
+    sorted.sort_unstable();
+    let mut best = (0u64, sorted[0]);
+    for (k, &t) in sorted.iter().enumerate() {
+        let next = sorted[(k + 1) % sorted.len()];
+        let gap = (next as u64).wrapping_sub(t as u64);
+        let gap = if gap == 0 { u64::MAX } else { gap };
+        if gap > best.0 {
+            best = (gap, t);
+        }
+    }
+    (best.1 as u64).wrapping_add(best.0 / 2) as i64
+}
+
+fn wait_gone(n: &Node) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while n.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Bytes of the files under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_spread_evenly_and_a_new_one_halves_the_largest_range() {
+        assert_eq!(even_token(0, 1), i64::MIN);
+        let three: Vec<i64> = (0..3).map(|i| even_token(i, 3)).collect();
+        assert!(three.windows(2).all(|w| w[0] < w[1]));
+        let gap = i128::from(three[1]) - i128::from(three[0]);
+        assert!((gap - (1i128 << 64) / 3).abs() <= 1);
+        let two = [even_token(0, 2), even_token(1, 2)];
+        assert_eq!(two, [i64::MIN, 0]);
+        // The two ranges are equal; the first found is halved.
+        assert_eq!(bisecting_token(&two), i64::MIN / 2);
+        assert_eq!(bisecting_token(&[i64::MIN, i64::MIN / 2, 0]), i64::MAX / 2 + 1);
+    }
+
+    #[test]
+    fn addresses_stay_on_loopback_and_inside_their_range() {
+        let a = addresses(Ipv4Addr::new(127, 0, 3, 1), 3).unwrap();
+        assert_eq!(a[2], Ipv4Addr::new(127, 0, 3, 3));
+        assert!(
+            addresses(Ipv4Addr::new(10, 0, 0, 1), 1).unwrap_err().to_string().contains("loopback")
+        );
+        assert!(addresses(Ipv4Addr::new(127, 0, 0, 250), 10).is_err());
+        assert_eq!(jmx_port(Ipv4Addr::new(127, 0, 0, 1)), 7101);
+        assert_eq!(jmx_port(Ipv4Addr::new(127, 0, 3, 2)), 7150);
+    }
+}

@@ -1,0 +1,249 @@
+//! The keyspace and its tables, connecting to a cluster, and waiting for nodes to know each
+//! other. The design note is `docs/cassandra.md`.
+//!
+//! Users live in three tables per layout generation `N`:
+//!
+//! - `index_gN (uid) → pos, data_bytes, friends map<uid, pos>`: where a user is and whom it
+//!   befriends, with each friend's position, so "list all friends" needs no lookup per friend;
+//! - `users_gN ((part), pos) → uid, profile`: profiles, partitioned by runs of
+//!   `partition_users` consecutive layout positions (`part = pos / partition_users`) and
+//!   clustered by position, so a run of friends in the layout is one slice of one partition;
+//!   `partition_users = 1` is one partition per user, what a Cassandra user writes by default;
+//! - `data_gN ((part), pos, chunk) → bytes`: data blocks, placed like the profiles.
+//!
+//! The rest does not depend on the layout: the store's row (`store`: format and the current
+//! generation, switched by a lightweight transaction), each generation's placement and
+//! position allocator (`generations`), follows in both directions, posts by time bucket with
+//! an author index, and the feed's bookkeeping (watermark, pending re-pushes, idempotency
+//! records with a TTL).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use scylla::client::execution_profile::ExecutionProfile;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
+use scylla::statement::unprepared::Statement;
+use scylla::statement::{Consistency, SerialConsistency};
+
+use crate::error::{Error, Result};
+
+/// The keyspace `kith cluster up` creates and the store uses unless told otherwise.
+pub const DEFAULT_KEYSPACE: &str = "kith";
+
+/// The store's format on Cassandra; a newer one is refused.
+pub(crate) const FORMAT: i32 = 1;
+
+/// How long one request may take before the driver gives up on it (the nodes' own timeouts,
+/// 2 s for writes and 5 s for reads, come first).
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(12);
+
+/// Checks a keyspace name: CQL identifiers are letters, digits and underscores, at most 48.
+pub fn check_keyspace(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 48
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Cluster(format!(
+            "keyspace {name:?}: use 1 to 48 letters, digits and underscores, not starting with a digit"
+        )))
+    }
+}
+
+/// Parses `HOST[:PORT],HOST[:PORT],…` (port 9042 by default).
+pub fn parse_hosts(hosts: &str) -> Result<Vec<String>> {
+    let list: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| {
+            if h.parse::<SocketAddr>().is_ok() || (h.contains(':') && !h.contains("::")) {
+                h.to_string()
+            } else {
+                format!("{h}:{}", crate::local::CQL_PORT)
+            }
+        })
+        .collect();
+    if list.is_empty() {
+        return Err(Error::Cluster(format!("--cassandra {hosts:?}: name at least one host")));
+    }
+    Ok(list)
+}
+
+/// A session to the cluster: QUORUM by default, SERIAL for lightweight transactions, and a
+/// client-side timeout on every request.
+pub(crate) async fn connect(hosts: &[String]) -> Result<Session> {
+    let profile = ExecutionProfile::builder()
+        .consistency(Consistency::Quorum)
+        .serial_consistency(Some(SerialConsistency::Serial))
+        .request_timeout(Some(REQUEST_TIMEOUT))
+        .build();
+    SessionBuilder::new()
+        .known_nodes(hosts)
+        .connection_timeout(Duration::from_secs(5))
+        .default_execution_profile_handle(profile.into_handle())
+        .build()
+        .await
+        .map_err(|e| Error::Cluster(format!("connecting to Cassandra at {}: {e}", hosts.join(","))))
+}
+
+/// A current-thread runtime for the few async calls made outside a store.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::io("starting a tokio runtime"))
+}
+
+/// Creates the keyspace (if missing) with SimpleStrategy and this replication factor.
+pub fn create_keyspace(hosts: &[String], keyspace: &str, replication: usize) -> Result<()> {
+    check_keyspace(keyspace)?;
+    runtime()?.block_on(async {
+        let session = connect(hosts).await?;
+        ddl(&session, &keyspace_cql(keyspace, replication)).await
+    })
+}
+
+fn keyspace_cql(keyspace: &str, replication: usize) -> String {
+    format!(
+        "CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = \
+         {{'class': 'SimpleStrategy', 'replication_factor': {replication}}} AND durable_writes = true"
+    )
+}
+
+/// Runs one schema statement; the driver waits for schema agreement after it.
+pub(crate) async fn ddl(session: &Session, cql: &str) -> Result<()> {
+    let mut statement = Statement::new(cql);
+    statement.set_request_timeout(Some(Duration::from_secs(60)));
+    session.query_unpaged(statement, ()).await.map_err(|e| {
+        Error::Cluster(format!(
+            "{}: {e}",
+            cql.split_whitespace().take(6).collect::<Vec<_>>().join(" ")
+        ))
+    })?;
+    Ok(())
+}
+
+/// The tables every store has, whatever its layout.
+pub(crate) fn fixed_tables(ks: &str) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.store (id int PRIMARY KEY, format int, generation int)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.generations (generation int PRIMARY KEY, \
+             partition_users bigint, layout text, next_pos bigint, created_ms bigint)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.follows (uid bigint, target bigint, PRIMARY KEY (uid, target))"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.followers (uid bigint, follower bigint, PRIMARY KEY (uid, follower))"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.posts (bucket bigint, id bigint, post blob, PRIMARY KEY (bucket, id))"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.post_buckets (shard int, bucket bigint, PRIMARY KEY (shard, bucket))"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.author_posts (author bigint, id bigint, PRIMARY KEY (author, id)) \
+             WITH CLUSTERING ORDER BY (id DESC)"
+        ),
+        format!("CREATE TABLE IF NOT EXISTS {ks}.feed_state (name text PRIMARY KEY, value bigint)"),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.repushes (author bigint PRIMARY KEY, ticket bigint)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.idempotency (key text PRIMARY KEY, fingerprint bigint, \
+             expires_ms bigint, result blob)"
+        ),
+    ]
+}
+
+/// The tables of layout generation `generation`.
+pub(crate) fn generation_tables(ks: &str, generation: u32) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.index_g{generation} (uid bigint PRIMARY KEY, pos bigint, \
+             data_bytes bigint, friends map<bigint, bigint>)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.users_g{generation} (part bigint, pos bigint, uid bigint, \
+             profile blob, PRIMARY KEY (part, pos))"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.data_g{generation} (part bigint, pos bigint, chunk int, \
+             bytes blob, PRIMARY KEY (part, pos, chunk))"
+        ),
+    ]
+}
+
+/// Drops the tables of a generation no longer in use.
+pub(crate) fn drop_generation(ks: &str, generation: u32) -> Vec<String> {
+    ["index", "users", "data"]
+        .iter()
+        .map(|t| format!("DROP TABLE IF EXISTS {ks}.{t}_g{generation}"))
+        .collect()
+}
+
+/// Waits until each node in `targets` lists every other node of `live` among its peers.
+pub(crate) fn wait_peers(targets: &[Ipv4Addr], live: &[Ipv4Addr], deadline: Instant) -> Result<()> {
+    let hosts: Vec<String> =
+        live.iter().map(|a| format!("{a}:{}", crate::local::CQL_PORT)).collect();
+    runtime()?.block_on(async {
+        let session = loop {
+            match connect(&hosts).await {
+                Ok(s) => break s,
+                Err(e) if Instant::now() > deadline => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        };
+        for &target in targets {
+            loop {
+                let peers = peers_of(&session, target).await.unwrap_or_default();
+                let missing: Vec<&Ipv4Addr> =
+                    live.iter().filter(|&&a| a != target && !peers.contains(&a)).collect();
+                if missing.is_empty() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::Cluster(format!(
+                        "node {target} does not know {missing:?} yet; the nodes' logs say why"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The peers node `target` knows (its `system.peers_v2`).
+async fn peers_of(session: &Session, target: Ipv4Addr) -> Result<Vec<Ipv4Addr>> {
+    let mut statement = Statement::new("SELECT peer FROM system.peers_v2");
+    statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+        NodeIdentifier::NodeAddress(SocketAddr::from((target, crate::local::CQL_PORT))),
+        None,
+    )));
+    statement.set_consistency(Consistency::One);
+    let rows = session
+        .query_unpaged(statement, ())
+        .await
+        .map_err(|e| Error::Cluster(e.to_string()))?
+        .into_rows_result()
+        .map_err(|e| Error::Cluster(e.to_string()))?;
+    let peers = rows
+        .rows::<(std::net::IpAddr,)>()
+        .map_err(|e| Error::Cluster(e.to_string()))?
+        .filter_map(|r| match r {
+            Ok((std::net::IpAddr::V4(a),)) => Some(a),
+            _ => None,
+        })
+        .collect();
+    Ok(peers)
+}

@@ -1,0 +1,164 @@
+//! [`CassandraStore`] as a [`kith_store::Engine`]: each method runs its requests on the
+//! store's runtime and blocks until they are answered.
+
+use kith_store::{
+    Degree, Engine, IdempotencyRecord, Post, Profile, Result, User, UserWrite, UsersCursor,
+    UsersPage,
+};
+
+use super::CassandraStore;
+
+impl Engine for CassandraStore {
+    fn contains(&self, uid: u64) -> Result<bool> {
+        self.contains_impl(uid)
+    }
+
+    fn get_user(&self, uid: u64) -> Result<User> {
+        self.get_user_impl(uid)
+    }
+
+    fn put_user(
+        &self,
+        uid: u64,
+        profile: &Profile,
+        friends: &[u64],
+        data: Option<&[u8]>,
+    ) -> Result<UserWrite> {
+        self.put_user_impl(uid, profile, friends, data)
+    }
+
+    fn get_profile(&self, uid: u64) -> Result<Profile> {
+        self.get_profile_impl(uid)
+    }
+
+    fn put_profile(&self, uid: u64, profile: &Profile) -> Result<()> {
+        self.put_profile_impl(uid, profile)
+    }
+
+    fn get_data(&self, uid: u64, max_bytes: Option<u64>) -> Result<Vec<u8>> {
+        self.get_data_impl(uid, max_bytes)
+    }
+
+    fn put_data(&self, uid: u64, data: &[u8]) -> Result<()> {
+        self.put_data_impl(uid, data)
+    }
+
+    fn get_all_friends(&self, uid: u64) -> Result<Vec<u64>> {
+        self.get_all_friends_impl(uid)
+    }
+
+    fn add_friend(&self, u: u64, v: u64) -> Result<bool> {
+        self.change_friendship(u, v, true)
+    }
+
+    fn delete_friend(&self, u: u64, v: u64) -> Result<bool> {
+        self.change_friendship(u, v, false)
+    }
+
+    fn users_page(&self, cursor: Option<UsersCursor>, limit: usize) -> Result<UsersPage> {
+        self.users_page_impl(cursor, limit)
+    }
+
+    fn random_users(&self, n: usize, rng: &mut dyn rand::RngCore) -> Result<Vec<(u64, Profile)>> {
+        self.random_users_impl(n, rng)
+    }
+
+    fn count_users(&self) -> Result<u64> {
+        self.count_users_impl()
+    }
+
+    fn traversal_budget(&self) -> u64 {
+        self.traversal_budget
+    }
+
+    fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
+        self.follow_impl(uid, targets, None)
+    }
+
+    fn unfollow(&self, uid: u64, target: u64, repush_at: Option<u64>) -> Result<(u64, u64)> {
+        self.unfollow_impl(uid, target, repush_at, None)
+    }
+
+    fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+        self.followees_impl(uid, offset, limit)
+    }
+
+    fn followers(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+        self.followers_impl(uid, offset, limit)
+    }
+
+    fn follow_degree(&self, uid: u64) -> Result<Degree> {
+        Ok(self.degree(uid))
+    }
+
+    fn put_posts(&self, posts: &[&Post]) -> Result<()> {
+        self.put_posts_impl(posts, None)
+    }
+
+    fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Post>>> {
+        self.get_posts_impl(ids)
+    }
+
+    fn author_posts(&self, author: u64, before: u64, limit: usize) -> Result<Vec<u64>> {
+        self.author_posts_impl(author, before, limit)
+    }
+
+    fn last_post_id(&self) -> Result<u64> {
+        self.last_post_id_impl()
+    }
+
+    fn followers_from(&self, uid: u64, from: u64, limit: usize) -> Result<Vec<u64>> {
+        self.followers_from_impl(uid, from, limit)
+    }
+
+    fn posts_after(&self, after: u64, limit: usize) -> Result<Vec<Post>> {
+        self.posts_after_impl(after, limit)
+    }
+
+    fn fanout_watermark(&self) -> Result<Option<u64>> {
+        self.fanout_watermark_impl()
+    }
+
+    /// Every write is quorum-acknowledged, so `sync` changes nothing.
+    fn set_fanout_watermark(&self, watermark: u64, _sync: bool) -> Result<()> {
+        self.set_fanout_watermark_impl(watermark)
+    }
+
+    fn pending_repush(&self, author: u64) -> Result<Option<u64>> {
+        self.pending_repush_impl(author)
+    }
+
+    fn pending_repushes(&self) -> Result<Vec<u64>> {
+        self.pending_repushes_impl()
+    }
+
+    fn repush_done(&self, author: u64, token: u64) -> Result<()> {
+        self.repush_done_impl(author, token)
+    }
+
+    fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.idempotency_record_impl(key)
+    }
+
+    fn put_idempotency_record(&self, record: &IdempotencyRecord) -> Result<()> {
+        self.put_idempotency_record_impl(record)
+    }
+
+    fn put_posts_recorded(&self, posts: &[&Post], record: &IdempotencyRecord) -> Result<()> {
+        self.put_posts_impl(posts, Some(record))
+    }
+
+    fn follow_recorded(&self, uid: u64, targets: &[u64], record: &IdempotencyRecord) -> Result<()> {
+        self.follow_impl(uid, targets, Some(record))
+    }
+
+    fn unfollow_recorded(
+        &self,
+        uid: u64,
+        target: u64,
+        repush_at: Option<u64>,
+        record: &IdempotencyRecord,
+    ) -> Result<(u64, u64)> {
+        self.unfollow_impl(uid, target, repush_at, Some(record))
+    }
+}

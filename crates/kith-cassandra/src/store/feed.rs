@@ -1,0 +1,515 @@
+//! Follows and posts on the cluster: the follow graph in both directions, posts by time
+//! bucket with a bucket list and an author index, and the feed's bookkeeping. A follow or
+//! unfollow changes both directions (and its idempotency record, and a pending re-push) in
+//! one logged batch.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::PoisonError;
+
+use futures_util::{StreamExt, TryStreamExt, stream};
+use kith_store::{
+    Degree, Error as StoreError, IdempotencyRecord, MAX_FOLLOW_TARGETS, MAX_IDEMPOTENCY_KEY_BYTES,
+    Post, Result,
+};
+
+use super::users::{FAN, key, uid};
+use super::{CassandraStore, Writes, bad_rows, i, u};
+use crate::error::{Error, driver};
+
+/// Post ids are milliseconds shifted left by 14 bits; a bucket holds 2^30 ids (about 65 s).
+const BUCKET_SHIFT: u32 = 30;
+
+/// Encoded posts per logged batch, at most (a batch must stay under Cassandra's threshold).
+const BATCH_POST_BYTES: usize = 2 << 20;
+
+/// Cassandra's largest TTL (20 years); a record meant to live longer is kept that long.
+const MAX_TTL_S: u64 = 630_720_000;
+
+const WATERMARK: &str = "fanout_watermark";
+
+fn bucket(id: u64) -> i64 {
+    (id >> BUCKET_SHIFT) as i64
+}
+
+/// Clamps an id bound to what a bigint holds (post ids are below 2^53).
+fn bound(id: u64) -> i64 {
+    id.min(i64::MAX as u64) as i64
+}
+
+impl CassandraStore {
+    /// Counts every follow once (a scan of the follow table) into the in-memory degrees.
+    pub(crate) fn load_degrees(&self) -> crate::error::Result<()> {
+        let degrees = self.wait(async {
+            let pager = self
+                .session()
+                .execute_iter(self.fixed.follow_scan.clone(), ())
+                .await
+                .map_err(|e| Error::Cluster(format!("reading the follow graph: {e}")))?;
+            let mut rows = pager
+                .rows_stream::<(i64, i64)>()
+                .map_err(|e| Error::Cluster(format!("follow graph: {e}")))?;
+            let mut d: HashMap<u64, Degree> = HashMap::new();
+            while let Some(row) = rows.next().await {
+                let (a, b) =
+                    row.map_err(|e| Error::Cluster(format!("reading the follow graph: {e}")))?;
+                d.entry(uid(a)).or_default().followees += 1;
+                d.entry(uid(b)).or_default().followers += 1;
+            }
+            Ok::<_, Error>(d)
+        })?;
+        *self.degrees.lock().unwrap_or_else(PoisonError::into_inner) = degrees;
+        Ok(())
+    }
+
+    pub(crate) fn degree(&self, uid: u64) -> Degree {
+        self.degrees
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&uid)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Which of `targets` `uid` already follows.
+    async fn already(&self, uid: u64, targets: &[u64]) -> Result<Vec<u64>> {
+        let keys: Vec<i64> = targets.iter().map(|&t| key(t)).collect();
+        let rows = self
+            .session()
+            .execute_unpaged(&self.fixed.follow_has, (key(uid), keys))
+            .await
+            .map_err(|e| driver("reading follows", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("follows", e))?;
+        rows.rows::<(i64,)>()
+            .map_err(|e| bad_rows("follows", e))?
+            .map(|r| r.map(|(t,)| self::uid(t)).map_err(|e| bad_rows("follows", e)))
+            .collect()
+    }
+
+    pub(crate) fn follow_impl(
+        &self,
+        uid: u64,
+        targets: &[u64],
+        record: Option<&IdempotencyRecord>,
+    ) -> Result<()> {
+        if targets.is_empty() {
+            return Err(StoreError::Invalid("no targets to follow".into()));
+        }
+        if targets.len() > MAX_FOLLOW_TARGETS {
+            return Err(StoreError::TooLarge {
+                what: "follow targets",
+                got: targets.len() as u64,
+                limit: MAX_FOLLOW_TARGETS as u64,
+            });
+        }
+        let mut seen = BTreeSet::new();
+        for &t in targets {
+            if t == uid {
+                return Err(StoreError::SelfFollow(uid));
+            }
+            if !seen.insert(t) {
+                return Err(StoreError::AlreadyFollowing { uid, target: t });
+            }
+        }
+        let _one = self.follow_lock();
+        self.wait(async {
+            let followed = self.already(uid, targets).await?;
+            if let Some(&t) = targets.iter().find(|t| followed.contains(t)) {
+                return Err(StoreError::AlreadyFollowing { uid, target: t });
+            }
+            let mut w = Writes::logged();
+            for &t in targets {
+                w.push(&self.fixed.follow_put, (key(uid), key(t)));
+                w.push(&self.fixed.follower_put, (key(t), key(uid)));
+            }
+            if let Some(r) = record {
+                self.push_record(&mut w, r)?;
+            }
+            w.run(self.session(), "follow").await
+        })?;
+        let mut d = self.degrees.lock().unwrap_or_else(PoisonError::into_inner);
+        d.entry(uid).or_default().followees += targets.len() as u64;
+        for &t in targets {
+            d.entry(t).or_default().followers += 1;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn unfollow_impl(
+        &self,
+        uid: u64,
+        target: u64,
+        repush_at: Option<u64>,
+        record: Option<&IdempotencyRecord>,
+    ) -> Result<(u64, u64)> {
+        let _one = self.follow_lock();
+        self.wait(async {
+            if self.already(uid, &[target]).await?.is_empty() {
+                return Err(StoreError::NotFollowing { uid, target });
+            }
+            let mut w = Writes::logged();
+            w.push(&self.fixed.follow_del, (key(uid), key(target)));
+            w.push(&self.fixed.follower_del, (key(target), key(uid)));
+            if repush_at.is_some_and(|t| self.degree(target).followers == t + 1) {
+                w.push(&self.fixed.repush_put, (key(target), i(self.next_token())));
+            }
+            if let Some(r) = record {
+                self.push_record(&mut w, r)?;
+            }
+            w.run(self.session(), "unfollow").await
+        })?;
+        let mut d = self.degrees.lock().unwrap_or_else(PoisonError::into_inner);
+        d.entry(uid).or_default().followees =
+            d.get(&uid).map_or(0, |x| x.followees.saturating_sub(1));
+        let t = d.entry(target).or_default();
+        t.followers = t.followers.saturating_sub(1);
+        Ok((t.followers + 1, t.followers))
+    }
+
+    fn follow_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.follow_lock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_token(&self) -> u64 {
+        self.next_token.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn push_record(&self, w: &mut Writes, r: &IdempotencyRecord) -> Result<()> {
+        if r.key.is_empty() || r.key.len() > MAX_IDEMPOTENCY_KEY_BYTES {
+            return Err(StoreError::Invalid(format!(
+                "an idempotency key must have 1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes, got {}",
+                r.key.len()
+            )));
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        // Kept a minute past its expiry (the caller compares the expiry itself), then
+        // Cassandra drops it.
+        let ttl = (r.expires_ms.saturating_sub(now) / 1000 + 60).min(MAX_TTL_S) as i32;
+        w.push(
+            &self.fixed.record_put,
+            (r.key.clone(), i(r.fingerprint), i(r.expires_ms), r.result.clone(), ttl),
+        );
+        Ok(())
+    }
+
+    /// A page (offset, limit) of `uid`'s followees or followers, ascending.
+    async fn follow_page(
+        &self,
+        followers: bool,
+        uid: u64,
+        from: u64,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<u64>> {
+        let statement =
+            if followers { &self.fixed.followers_from } else { &self.fixed.followees_from };
+        let want = offset.saturating_add(limit).min(i32::MAX as usize) as i32;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let pager = self
+            .session()
+            .execute_iter(statement.clone(), (key(uid), key(from), want))
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("reading follows: {e}")))?;
+        let mut rows = pager.rows_stream::<(i64,)>().map_err(|e| bad_rows("follows", e))?;
+        let mut out = Vec::new();
+        let mut skipped = 0;
+        while let Some(row) = rows.next().await {
+            let (k,) = row.map_err(|e| StoreError::Unavailable(format!("reading follows: {e}")))?;
+            if skipped < offset {
+                skipped += 1;
+                continue;
+            }
+            out.push(self::uid(k));
+            if out.len() == limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn followees_impl(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+        self.wait(self.follow_page(false, uid, 0, offset, limit))
+    }
+
+    pub(crate) fn followers_impl(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
+        self.wait(self.follow_page(true, uid, 0, offset, limit))
+    }
+
+    pub(crate) fn followers_from_impl(
+        &self,
+        uid: u64,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<u64>> {
+        self.wait(self.follow_page(true, uid, from, 0, limit))
+    }
+
+    /// Stores posts with their author index entries and buckets, in logged batches of at
+    /// most [`BATCH_POST_BYTES`]; the idempotency record goes with the last.
+    pub(crate) fn put_posts_impl(
+        &self,
+        posts: &[&Post],
+        record: Option<&IdempotencyRecord>,
+    ) -> Result<()> {
+        self.wait(async {
+            let mut w = Writes::logged();
+            let mut bytes = 0;
+            let mut buckets = BTreeSet::new();
+            for p in posts {
+                let encoded = p.encode();
+                bytes += encoded.len();
+                w.push(&self.fixed.post_put, (bucket(p.id), bound(p.id), encoded));
+                w.push(&self.fixed.author_put, (key(p.author), bound(p.id)));
+                if buckets.insert(bucket(p.id)) {
+                    w.push(&self.fixed.bucket_put, (bucket(p.id),));
+                }
+                if bytes >= BATCH_POST_BYTES {
+                    std::mem::replace(&mut w, Writes::logged())
+                        .run(self.session(), "storing posts")
+                        .await?;
+                    bytes = 0;
+                    buckets.clear();
+                }
+            }
+            if let Some(r) = record {
+                self.push_record(&mut w, r)?;
+            }
+            w.run(self.session(), "storing posts").await
+        })
+    }
+
+    pub(crate) fn get_posts_impl(&self, ids: &[u64]) -> Result<Vec<Option<Post>>> {
+        self.wait(async {
+            stream::iter(ids.iter().copied())
+                .map(|id| async move {
+                    let rows = self
+                        .session()
+                        .execute_unpaged(&self.fixed.post_get, (bucket(id), bound(id)))
+                        .await
+                        .map_err(|e| driver("reading a post", e))?
+                        .into_rows_result()
+                        .map_err(|e| bad_rows("post", e))?;
+                    match rows.maybe_first_row::<(Vec<u8>,)>().map_err(|e| bad_rows("post", e))? {
+                        None => Ok(None),
+                        Some((bytes,)) => Post::decode(&bytes, || format!("post {id}")).map(Some),
+                    }
+                })
+                .buffered(FAN)
+                .try_collect()
+                .await
+        })
+    }
+
+    pub(crate) fn author_posts_impl(
+        &self,
+        author: u64,
+        before: u64,
+        limit: usize,
+    ) -> Result<Vec<u64>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.wait(async {
+            let rows = self
+                .session()
+                .execute_unpaged(
+                    &self.fixed.author_before,
+                    (key(author), bound(before), limit.min(i32::MAX as usize) as i32),
+                )
+                .await
+                .map_err(|e| driver("reading an author's posts", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("author posts", e))?;
+            rows.rows::<(i64,)>()
+                .map_err(|e| bad_rows("author posts", e))?
+                .map(|r| r.map(|(id,)| u(id)).map_err(|e| bad_rows("author posts", e)))
+                .collect()
+        })
+    }
+
+    pub(crate) fn last_post_id_impl(&self) -> Result<u64> {
+        self.wait(async {
+            let rows = self
+                .session()
+                .execute_unpaged(&self.fixed.bucket_last, ())
+                .await
+                .map_err(|e| driver("reading the last post", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("buckets", e))?;
+            let Some((b,)) =
+                rows.maybe_first_row::<(i64,)>().map_err(|e| bad_rows("buckets", e))?
+            else {
+                return Ok(0);
+            };
+            let rows = self
+                .session()
+                .execute_unpaged(&self.fixed.post_last, (b,))
+                .await
+                .map_err(|e| driver("reading the last post", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("posts", e))?;
+            Ok(rows
+                .maybe_first_row::<(i64,)>()
+                .map_err(|e| bad_rows("posts", e))?
+                .map_or(0, |(id,)| u(id)))
+        })
+    }
+
+    pub(crate) fn posts_after_impl(&self, after: u64, limit: usize) -> Result<Vec<Post>> {
+        if after >= i64::MAX as u64 || limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.wait(async {
+            let mut out = Vec::new();
+            let mut from_bucket = bucket(after);
+            'buckets: while out.len() < limit {
+                let rows = self
+                    .session()
+                    .execute_unpaged(&self.fixed.buckets_from, (from_bucket, 64i32))
+                    .await
+                    .map_err(|e| driver("listing post buckets", e))?
+                    .into_rows_result()
+                    .map_err(|e| bad_rows("buckets", e))?;
+                let buckets: Vec<i64> = rows
+                    .rows::<(i64,)>()
+                    .map_err(|e| bad_rows("buckets", e))?
+                    .map(|r| r.map(|(b,)| b).map_err(|e| bad_rows("buckets", e)))
+                    .collect::<Result<_>>()?;
+                let Some(&last) = buckets.last() else { break };
+                for b in buckets {
+                    let want = (limit - out.len()).min(i32::MAX as usize) as i32;
+                    let rows = self
+                        .session()
+                        .execute_unpaged(&self.fixed.posts_after, (b, i(after), want))
+                        .await
+                        .map_err(|e| driver("reading posts", e))?
+                        .into_rows_result()
+                        .map_err(|e| bad_rows("posts", e))?;
+                    for row in rows.rows::<(Vec<u8>,)>().map_err(|e| bad_rows("posts", e))? {
+                        let (bytes,) = row.map_err(|e| bad_rows("posts", e))?;
+                        out.push(Post::decode(&bytes, || format!("post in bucket {b}"))?);
+                        if out.len() == limit {
+                            break 'buckets;
+                        }
+                    }
+                }
+                from_bucket = last + 1;
+            }
+            Ok(out)
+        })
+    }
+
+    async fn state(&self, name: &str) -> Result<Option<u64>> {
+        let rows = self
+            .session()
+            .execute_unpaged(&self.fixed.state_get, (name,))
+            .await
+            .map_err(|e| driver("reading the feed's state", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("feed state", e))?;
+        Ok(rows
+            .maybe_first_row::<(Option<i64>,)>()
+            .map_err(|e| bad_rows("feed state", e))?
+            .and_then(|r| r.0)
+            .map(u))
+    }
+
+    pub(crate) fn fanout_watermark_impl(&self) -> Result<Option<u64>> {
+        self.wait(self.state(WATERMARK))
+    }
+
+    pub(crate) fn set_fanout_watermark_impl(&self, watermark: u64) -> Result<()> {
+        self.wait(async {
+            self.session()
+                .execute_unpaged(&self.fixed.state_put, (WATERMARK, i(watermark)))
+                .await
+                .map_err(|e| driver("storing the fan-out watermark", e))?;
+            Ok(())
+        })
+    }
+
+    pub(crate) fn pending_repush_impl(&self, author: u64) -> Result<Option<u64>> {
+        self.wait(self.repush_token(author))
+    }
+
+    async fn repush_token(&self, author: u64) -> Result<Option<u64>> {
+        let rows = self
+            .session()
+            .execute_unpaged(&self.fixed.repush_get, (key(author),))
+            .await
+            .map_err(|e| driver("reading a pending re-push", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("re-push", e))?;
+        Ok(rows
+            .maybe_first_row::<(Option<i64>,)>()
+            .map_err(|e| bad_rows("re-push", e))?
+            .and_then(|r| r.0)
+            .map(u))
+    }
+
+    pub(crate) fn pending_repushes_impl(&self) -> Result<Vec<u64>> {
+        self.wait(async {
+            let pager =
+                self.session().execute_iter(self.fixed.repush_all.clone(), ()).await.map_err(
+                    |e| StoreError::Unavailable(format!("reading pending re-pushes: {e}")),
+                )?;
+            let mut rows = pager.rows_stream::<(i64,)>().map_err(|e| bad_rows("re-pushes", e))?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().await {
+                let (k,) = row.map_err(|e| {
+                    StoreError::Unavailable(format!("reading pending re-pushes: {e}"))
+                })?;
+                out.push(uid(k));
+            }
+            out.sort_unstable();
+            Ok(out)
+        })
+    }
+
+    /// Removes the re-push if its token is unchanged. Under the follow lock, as unfollows
+    /// store re-pushes, so no new token lands between the read and the removal.
+    pub(crate) fn repush_done_impl(&self, author: u64, token: u64) -> Result<()> {
+        let _one = self.follow_lock();
+        self.wait(async {
+            if self.repush_token(author).await? == Some(token) {
+                let mut w = Writes::logged();
+                w.push(&self.fixed.repush_delete, (key(author),));
+                w.run(self.session(), "removing a done re-push").await?;
+            }
+            Ok(())
+        })
+    }
+
+    pub(crate) fn idempotency_record_impl(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
+        self.wait(async {
+            let rows = self
+                .session()
+                .execute_unpaged(&self.fixed.record_get, (key,))
+                .await
+                .map_err(|e| driver("reading an idempotency record", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("idempotency record", e))?;
+            Ok(rows
+                .maybe_first_row::<(Option<i64>, Option<i64>, Option<Vec<u8>>)>()
+                .map_err(|e| bad_rows("idempotency record", e))?
+                .map(|(f, e, r)| IdempotencyRecord {
+                    key: key.to_string(),
+                    fingerprint: f.map_or(0, u),
+                    expires_ms: e.map_or(0, u),
+                    result: r.unwrap_or_default(),
+                }))
+        })
+    }
+
+    pub(crate) fn put_idempotency_record_impl(&self, record: &IdempotencyRecord) -> Result<()> {
+        self.wait(async {
+            let mut w = Writes::logged();
+            self.push_record(&mut w, record)?;
+            w.run(self.session(), "storing an idempotency record").await
+        })
+    }
+}

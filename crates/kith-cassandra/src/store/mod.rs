@@ -1,0 +1,352 @@
+//! [`CassandraStore`]: the store on a Cassandra cluster, opened over a session; what its
+//! parts share (the current generation and its prepared statements, per-user locks, the
+//! runtime the blocking `Engine` calls run the driver on).
+
+mod engine;
+mod feed;
+mod relayout;
+mod statements;
+pub(crate) mod users;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Instant;
+
+use kith_store::{Degree, Error as StoreError, LayoutMeta};
+use scylla::client::session::Session;
+use scylla::serialize::row::SerializeRow;
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::prepared::PreparedStatement;
+
+use crate::error::{Error, Result, driver};
+use crate::schema;
+pub use relayout::{RelayoutReport, StoredGraph};
+pub(crate) use statements::{Fixed, GenStatements};
+
+/// Locks striped by uid: the read-modify-writes of one process (a friendship's "was it new",
+/// a new user's position) do not race each other.
+const STRIPES: usize = 1024;
+
+/// The most friendship changes one `put_user` makes in its logged batch (each is a statement;
+/// Cassandra refuses batches past its size threshold).
+pub const MAX_BATCH_CHANGES: usize = 20_000;
+
+/// Bytes per data-block row: a block is split into chunks of this size, clustered in order.
+pub const DATA_CHUNK_BYTES: usize = 64 << 10;
+
+/// How to reach a store on a cluster.
+#[derive(Clone, Debug)]
+pub struct CassandraOptions {
+    /// Contact points, `host:port`.
+    pub hosts: Vec<String>,
+    /// The keyspace holding the store.
+    pub keyspace: String,
+    /// Friend-list entries one traversal may read.
+    pub traversal_budget: u64,
+}
+
+impl CassandraOptions {
+    /// Options for `hosts` and `keyspace` with the default budget.
+    pub fn new(hosts: Vec<String>, keyspace: &str) -> CassandraOptions {
+        CassandraOptions {
+            hosts,
+            keyspace: keyspace.to_string(),
+            traversal_budget: kith_store::DEFAULT_TRAVERSAL_BUDGET,
+        }
+    }
+}
+
+/// One layout generation: its placement and its tables' statements.
+pub(crate) struct Gen {
+    pub generation: u32,
+    /// Users per partition of `users_g*` and `data_g*`: `part = pos / partition_users`.
+    pub partition_users: u64,
+    pub layout: LayoutMeta,
+    pub st: GenStatements,
+}
+
+impl Gen {
+    pub(crate) fn part(&self, pos: u64) -> i64 {
+        (pos / self.partition_users) as i64
+    }
+}
+
+/// Parker's store on Apache Cassandra. Every write is acknowledged by a quorum of replicas
+/// (each has synced its commit log, `commitlog_sync: batch`); every read is a quorum read,
+/// so it sees every acknowledged write. It implements [`kith_store::Engine`].
+pub struct CassandraStore {
+    rt: tokio::runtime::Runtime,
+    session: Arc<Session>,
+    keyspace: String,
+    hosts: Vec<String>,
+    current: RwLock<Arc<Gen>>,
+    fixed: Fixed,
+    stripes: Vec<Mutex<()>>,
+    /// Serialises this process's position allocations (the allocator itself is a lightweight
+    /// transaction, safe across processes).
+    allocating: tokio::sync::Mutex<()>,
+    /// Follow counts, loaded at open and kept by this process's follows.
+    degrees: Mutex<HashMap<u64, Degree>>,
+    /// Serialises this process's follow-graph edits, so "already following" checks, counts
+    /// and re-push tokens stay exact.
+    follow_lock: Mutex<()>,
+    /// The next pending re-push token, seeded from the clock.
+    next_token: AtomicU64,
+    traversal_budget: u64,
+    /// Writers of this process hold it shared; a relayout holds it exclusively while it copies.
+    writers: RwLock<()>,
+    /// When the store's row was last read for a switch made elsewhere.
+    checked: Mutex<Instant>,
+}
+
+impl fmt::Debug for CassandraStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CassandraStore")
+            .field("hosts", &self.hosts)
+            .field("keyspace", &self.keyspace)
+            .field("generation", &self.gen_now().generation)
+            .finish()
+    }
+}
+
+impl CassandraStore {
+    /// Connects to the store in `options.keyspace` (made by [`crate::build`]).
+    pub fn open(options: &CassandraOptions) -> Result<CassandraStore> {
+        schema::check_keyspace(&options.keyspace)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("kith-cassandra")
+            .enable_all()
+            .build()
+            .map_err(Error::io("starting the driver's runtime"))?;
+        let ks = options.keyspace.clone();
+        let (session, fixed, generation) = rt.block_on(async {
+            let session = schema::connect(&options.hosts).await?;
+            let fixed = Fixed::prepare(&session, &ks).await.map_err(|e| {
+                Error::Cluster(format!(
+                    "keyspace {ks} does not hold a kith store (`kith store build --cassandra` makes one): {e}"
+                ))
+            })?;
+            let row = session
+                .execute_unpaged(&fixed.store_get, ())
+                .await
+                .map_err(|e| driver("reading the store's row", e))?
+                .into_rows_result()
+                .map_err(|e| Error::Cluster(e.to_string()))?
+                .maybe_first_row::<(Option<i32>, Option<i32>)>()
+                .map_err(|e| Error::Cluster(e.to_string()))?;
+            let Some((Some(format), Some(generation))) = row else {
+                return Err(Error::Cluster(format!(
+                    "keyspace {ks} has no finished kith store (a build that did not complete?); build it again"
+                )));
+            };
+            if format > schema::FORMAT {
+                return Err(Error::Cluster(format!(
+                    "keyspace {ks}: store format {format} is newer than this kith supports ({}); upgrade kith",
+                    schema::FORMAT
+                )));
+            }
+            Ok::<_, Error>((Arc::new(session), fixed, generation as u32))
+        })?;
+        let g = rt.block_on(load_generation(&session, &fixed, &ks, generation))?;
+        let store = CassandraStore {
+            rt,
+            session,
+            keyspace: ks,
+            hosts: options.hosts.clone(),
+            current: RwLock::new(Arc::new(g)),
+            fixed,
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            allocating: tokio::sync::Mutex::new(()),
+            degrees: Mutex::new(HashMap::new()),
+            follow_lock: Mutex::new(()),
+            next_token: AtomicU64::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64),
+            ),
+            traversal_budget: options.traversal_budget,
+            writers: RwLock::new(()),
+            checked: Mutex::new(Instant::now()),
+        };
+        store.load_degrees()?;
+        Ok(store)
+    }
+
+    /// The keyspace.
+    pub fn keyspace(&self) -> &str {
+        &self.keyspace
+    }
+
+    /// The current layout generation.
+    pub fn generation(&self) -> u32 {
+        self.gen_now().generation
+    }
+
+    /// Users per partition in the current generation (1: one partition per user).
+    pub fn partition_users(&self) -> u64 {
+        self.gen_now().partition_users
+    }
+
+    /// How the current layout was made.
+    pub fn layout_meta(&self) -> LayoutMeta {
+        self.gen_now().layout.clone()
+    }
+
+    /// The current generation, after following a switch another process made (checked at
+    /// most once a second).
+    pub(crate) fn generation_now(&self) -> Result<Arc<Gen>, StoreError> {
+        self.refresh()?;
+        Ok(self.gen_now())
+    }
+
+    /// Pauses while a relayout of this process copies rows.
+    pub(crate) fn writer_guard(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.writers.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn gen_now(&self) -> Arc<Gen> {
+        self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Runs a driver future to completion from a blocking caller: on the store's runtime,
+    /// stepping out of a multi-threaded runtime's worker first (`block_in_place`) or onto a
+    /// thread of its own under a current-thread runtime, so any caller may block on it.
+    pub(crate) fn wait<F>(&self, fut: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current() {
+            Err(_) => self.rt.block_on(fut),
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.rt.block_on(fut))
+            }
+            Ok(_) => std::thread::scope(|s| {
+                s.spawn(|| self.rt.block_on(fut)).join().expect("driver thread panicked")
+            }),
+        }
+    }
+
+    /// Locks the stripes of `uids` in ascending stripe order.
+    pub(crate) fn lock_users(
+        &self,
+        uids: impl IntoIterator<Item = u64>,
+    ) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = uids
+            .into_iter()
+            .map(|u| (u.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % STRIPES)
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        stripes
+            .into_iter()
+            .map(|s| self.stripes[s].lock().unwrap_or_else(PoisonError::into_inner))
+            .collect()
+    }
+}
+
+/// Reads generation `generation`'s row and prepares its statements.
+pub(crate) async fn load_generation(
+    session: &Session,
+    fixed: &Fixed,
+    ks: &str,
+    generation: u32,
+) -> Result<Gen> {
+    let row = session
+        .execute_unpaged(&fixed.generation_get, (generation as i32,))
+        .await
+        .map_err(|e| driver("reading the generation's row", e))?
+        .into_rows_result()
+        .map_err(|e| Error::Cluster(e.to_string()))?
+        .maybe_first_row::<(Option<i64>, Option<String>)>()
+        .map_err(|e| Error::Cluster(e.to_string()))?;
+    let Some((Some(partition_users), Some(layout))) = row else {
+        return Err(Error::Cluster(format!("keyspace {ks}: generation {generation} has no row")));
+    };
+    let layout: LayoutMeta = serde_json::from_str(&layout).map_err(|e| {
+        Error::Cluster(format!("keyspace {ks}: generation {generation}'s layout metadata: {e}"))
+    })?;
+    if partition_users < 1 {
+        return Err(Error::Cluster(format!(
+            "keyspace {ks}: generation {generation} has {partition_users} users per partition"
+        )));
+    }
+    let st = GenStatements::prepare(session, ks, generation).await?;
+    Ok(Gen { generation, partition_users: partition_users as u64, layout, st })
+}
+
+/// A batch and its values, built statement by statement.
+pub(crate) struct Writes {
+    batch: Batch,
+    values: Vec<Box<dyn SerializeRow + Send + Sync>>,
+}
+
+impl Writes {
+    /// A logged batch: Cassandra applies all of it or, after a failure, replays it from its
+    /// batch log until all of it is applied.
+    pub(crate) fn logged() -> Writes {
+        Writes { batch: Batch::new(BatchType::Logged), values: Vec::new() }
+    }
+
+    /// An unlogged batch: for statements on one partition (applied together there).
+    pub(crate) fn unlogged() -> Writes {
+        Writes { batch: Batch::new(BatchType::Unlogged), values: Vec::new() }
+    }
+
+    pub(crate) fn push(
+        &mut self,
+        statement: &PreparedStatement,
+        values: impl SerializeRow + Send + Sync + 'static,
+    ) {
+        self.batch.append_statement(statement.clone());
+        self.values.push(Box::new(values));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Runs the batch (nothing if empty); `what` names it in errors.
+    pub(crate) async fn run(self, session: &Session, what: &str) -> Result<(), StoreError> {
+        if self.values.is_empty() {
+            return Ok(());
+        }
+        if self.values.len() == 1 {
+            // One statement needs no batch (and no batch log).
+            let statement = match &self.batch.statements[0] {
+                scylla::statement::batch::BatchStatement::PreparedStatement(p) => p.clone(),
+                _ => unreachable!("only prepared statements are pushed"),
+            };
+            session
+                .execute_unpaged(&statement, &self.values[0])
+                .await
+                .map_err(|e| driver(what, e))?;
+            return Ok(());
+        }
+        session.batch(&self.batch, &self.values).await.map_err(|e| driver(what, e))?;
+        Ok(())
+    }
+}
+
+/// A driver result that is not the rows expected: the engine's own fault.
+pub(crate) fn bad_rows(what: &str, e: impl fmt::Display) -> StoreError {
+    StoreError::Backend { engine: "cassandra", detail: format!("{what}: unexpected result: {e}") }
+}
+
+/// Cassandra's bigint is signed; uids, positions and post ids are kept bit for bit.
+pub(crate) fn i(v: u64) -> i64 {
+    v as i64
+}
+
+pub(crate) fn u(v: i64) -> u64 {
+    v as u64
+}

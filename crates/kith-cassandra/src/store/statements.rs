@@ -1,0 +1,89 @@
+//! The store's prepared statements: those of the fixed tables, and those of one layout
+//! generation's tables (prepared again when the generation changes).
+
+use scylla::client::session::Session;
+use scylla::statement::prepared::PreparedStatement;
+
+use crate::error::{Error, Result};
+
+async fn prepare(session: &Session, cql: String, idempotent: bool) -> Result<PreparedStatement> {
+    let mut p = session
+        .prepare(cql.as_str())
+        .await
+        .map_err(|e| Error::Cluster(format!("preparing `{cql}`: {e}")))?;
+    // Reads, and writes that set values (not counters, not appends), may be retried by the
+    // driver on another node.
+    p.set_is_idempotent(idempotent);
+    Ok(p)
+}
+
+macro_rules! statements {
+    ($name:ident ($($arg:ident: $ty:ty),*) { $($field:ident = $idem:literal, $cql:literal;)* }) => {
+        /// Prepared statements.
+        pub(crate) struct $name {
+            $(pub $field: PreparedStatement,)*
+        }
+
+        impl $name {
+            pub(crate) async fn prepare(session: &Session, $($arg: $ty),*) -> Result<$name> {
+                Ok($name {
+                    $($field: prepare(session, format!($cql), $idem).await?,)*
+                })
+            }
+        }
+    };
+}
+
+statements! { Fixed(ks: &str) {
+    store_get = true, "SELECT format, generation FROM {ks}.store WHERE id = 0";
+    store_switch = false, "UPDATE {ks}.store SET generation = ? WHERE id = 0 IF generation = ?";
+    generation_get = true, "SELECT partition_users, layout FROM {ks}.generations WHERE generation = ?";
+    next_pos_get = true, "SELECT next_pos FROM {ks}.generations WHERE generation = ?";
+    next_pos_cas = false, "UPDATE {ks}.generations SET next_pos = ? WHERE generation = ? IF next_pos = ?";
+    follow_put = true, "INSERT INTO {ks}.follows (uid, target) VALUES (?, ?)";
+    follow_del = true, "DELETE FROM {ks}.follows WHERE uid = ? AND target = ?";
+    follower_put = true, "INSERT INTO {ks}.followers (uid, follower) VALUES (?, ?)";
+    follower_del = true, "DELETE FROM {ks}.followers WHERE uid = ? AND follower = ?";
+    follow_has = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target IN ?";
+    followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? LIMIT ?";
+    followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
+    follow_scan = true, "SELECT uid, target FROM {ks}.follows";
+    post_put = true, "INSERT INTO {ks}.posts (bucket, id, post) VALUES (?, ?, ?)";
+    post_get = true, "SELECT post FROM {ks}.posts WHERE bucket = ? AND id = ?";
+    posts_after = true, "SELECT post FROM {ks}.posts WHERE bucket = ? AND id > ? LIMIT ?";
+    bucket_put = true, "INSERT INTO {ks}.post_buckets (shard, bucket) VALUES (0, ?)";
+    buckets_from = true, "SELECT bucket FROM {ks}.post_buckets WHERE shard = 0 AND bucket >= ? LIMIT ?";
+    bucket_last = true, "SELECT bucket FROM {ks}.post_buckets WHERE shard = 0 ORDER BY bucket DESC LIMIT 1";
+    post_last = true, "SELECT id FROM {ks}.posts WHERE bucket = ? ORDER BY id DESC LIMIT 1";
+    author_put = true, "INSERT INTO {ks}.author_posts (author, id) VALUES (?, ?)";
+    author_before = true, "SELECT id FROM {ks}.author_posts WHERE author = ? AND id < ? LIMIT ?";
+    state_get = true, "SELECT value FROM {ks}.feed_state WHERE name = ?";
+    state_put = true, "INSERT INTO {ks}.feed_state (name, value) VALUES (?, ?)";
+    repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?)";
+    repush_get = true, "SELECT ticket FROM {ks}.repushes WHERE author = ?";
+    repush_all = true, "SELECT author FROM {ks}.repushes";
+    repush_delete = true, "DELETE FROM {ks}.repushes WHERE author = ?";
+    record_put = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TTL ?";
+    record_get = true, "SELECT fingerprint, expires_ms, result FROM {ks}.idempotency WHERE key = ?";
+}}
+
+statements! { GenStatements(ks: &str, g: u32) {
+    index_get = true, "SELECT pos, data_bytes, friends FROM {ks}.index_g{g} WHERE uid = ?";
+    index_probe = true, "SELECT pos, data_bytes, friends[?], collection_count(friends) FROM {ks}.index_g{g} WHERE uid = ?";
+    index_claim = false, "INSERT INTO {ks}.index_g{g} (uid, pos) VALUES (?, ?) IF NOT EXISTS";
+    index_put = true, "UPDATE {ks}.index_g{g} SET data_bytes = ?, friends = ? WHERE uid = ?";
+    index_friends = true, "UPDATE {ks}.index_g{g} SET friends = ? WHERE uid = ?";
+    index_bytes = true, "UPDATE {ks}.index_g{g} SET data_bytes = ? WHERE uid = ?";
+    index_load = true, "INSERT INTO {ks}.index_g{g} (uid, pos, data_bytes, friends) VALUES (?, ?, ?, ?)";
+    index_scan = true, "SELECT uid, data_bytes FROM {ks}.index_g{g}";
+    index_scan_all = true, "SELECT uid, pos, data_bytes, friends FROM {ks}.index_g{g}";
+    friend_add = true, "UPDATE {ks}.index_g{g} SET friends[?] = ? WHERE uid = ?";
+    friend_del = true, "DELETE friends[?] FROM {ks}.index_g{g} WHERE uid = ?";
+    user_put = true, "INSERT INTO {ks}.users_g{g} (part, pos, uid, profile) VALUES (?, ?, ?, ?)";
+    user_get = true, "SELECT uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos = ?";
+    users_in = true, "SELECT pos, uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos IN ?";
+    users_after = true, "SELECT pos, uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos > ? LIMIT ?";
+    data_put = true, "INSERT INTO {ks}.data_g{g} (part, pos, chunk, bytes) VALUES (?, ?, ?, ?)";
+    data_trim = true, "DELETE FROM {ks}.data_g{g} WHERE part = ? AND pos = ? AND chunk >= ?";
+    data_get = true, "SELECT bytes FROM {ks}.data_g{g} WHERE part = ? AND pos = ? LIMIT ?";
+}}

@@ -1,0 +1,70 @@
+//! Helpers for tests that need a Cassandra cluster (not part of the API).
+//!
+//! Tests share one cluster: `KITH_TEST_CASSANDRA` (hosts, as `--cassandra` takes them) names
+//! it, as the test command does after `kith cluster up`; without it, the first test that asks
+//! starts a 3-node cluster on 127.0.3.1–3 for the whole test process, killed when the process
+//! exits. Each test works in a keyspace of its own.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::local::{ClusterConfig, LocalCluster};
+
+static STARTED: OnceLock<Result<LocalCluster, String>> = OnceLock::new();
+
+/// The test cluster's hosts.
+///
+/// # Panics
+/// If no cluster is named and none can be started here (no Java, no Maven), saying why.
+pub fn hosts() -> Vec<String> {
+    if let Ok(hosts) = std::env::var("KITH_TEST_CASSANDRA") {
+        return crate::parse_hosts(&hosts).expect("KITH_TEST_CASSANDRA names hosts");
+    }
+    let started = STARTED.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("kith-test-cluster-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = ClusterConfig {
+            nodes: 3,
+            dir,
+            base: std::net::Ipv4Addr::new(127, 0, 3, 1),
+            heap_mb: 512,
+            progress: true,
+            ..ClusterConfig::default()
+        };
+        let cluster = LocalCluster::up(&config).map_err(|e| e.to_string())?;
+        // SAFETY: registers a plain extern "C" function with no preconditions.
+        unsafe {
+            libc::atexit(stop_at_exit);
+        }
+        Ok(cluster)
+    });
+    match started {
+        Ok(cluster) => cluster.hosts(),
+        Err(e) => {
+            panic!("no test cluster (set KITH_TEST_CASSANDRA or let the test start one): {e}")
+        }
+    }
+}
+
+extern "C" fn stop_at_exit() {
+    if let Some(Ok(cluster)) = STARTED.get() {
+        for n in &cluster.nodes {
+            if let Some(pid) = n.pid {
+                // SAFETY: kill(2) on a process this test started.
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGKILL);
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&cluster.dir);
+    }
+}
+
+/// A keyspace name no other test of this process (or of another run) uses.
+pub fn keyspace(tag: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("t_{tag}_{}_{}_{:x}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed), nanos)
+}
