@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kith's tests need, then runs every test: formatting, lints, the Rust test
-# suite, and the Python oracle tests (networkx) against the release binary.
+# suite, and the Python oracle tests (networkx) against the release binary. The tests of the
+# store on Cassandra share one 3-node cluster on 127.0.2.1-3, started here and stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,10 +25,26 @@ if ! need redis-server; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server
 fi
+# Java and Maven for Apache Cassandra (its jars come from Maven Central on first use).
+if ! need java || ! need mvn; then
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq default-jre-headless maven
+fi
+
 redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null &
 redis_pid=$!
-trap 'kill "$redis_pid" 2>/dev/null || true' EXIT
+cluster_dir=""
+cleanup() {
+    kill "$redis_pid" 2>/dev/null || true
+    if [ -n "$cluster_dir" ]; then
+        "$kith_bin" cluster down --dir "$cluster_dir" --grace-s 10 >/dev/null 2>&1 || true
+        rm -rf "$cluster_dir"
+    fi
+}
+trap cleanup EXIT
 for _ in $(seq 100); do
     redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
     sleep 0.1
@@ -37,13 +54,20 @@ export KITH_TEST_REDIS="redis://127.0.0.1:$redis_port"
 # One profile (release) for everything, so each dependency is built once.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
-cargo test --workspace --release
 cargo build --release -p kith
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+kith_bin="$target_dir/release/kith"
+
+# The Cassandra cluster the tests of the store on Cassandra share.
+cluster_dir=$(mktemp -d /tmp/kith-test-cluster.XXXXXX)
+"$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 512
+export KITH_TEST_CASSANDRA=127.0.2.1,127.0.2.2,127.0.2.3
+
+cargo test --workspace --release
 
 # Every fuzz target over its checked-in corpus, then a few seconds of fuzzing each
 # (scripts/fuzz.sh --seconds N for a real run).
 bash scripts/fuzz.sh --smoke
 
-target_dir=$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-KITH_BIN="$target_dir/release/kith" python3 -m pytest -q tests/oracle
+KITH_BIN="$kith_bin" python3 -m pytest -q tests/oracle

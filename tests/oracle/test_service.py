@@ -1,7 +1,8 @@
-"""`kith serve` against networkx on a real graph: shortest paths (bidirectional BFS over
-HTTP) have networkx's lengths and are real paths, neighbourhoods are networkx's balls,
-and the pull feed of a follow graph built here is the brute-force merge of the followees'
-posts.
+"""`kith serve` against networkx on a real graph, on both engines (the embedded RocksDB
+store, and the store on the 3-node Cassandra cluster the test command starts, named by
+KITH_TEST_CASSANDRA): shortest paths (bidirectional BFS over HTTP) have networkx's lengths
+and are real paths, neighbourhoods are networkx's balls, and the push feed of a follow graph
+built here is the brute-force merge of the followees' posts.
 """
 
 import json
@@ -18,12 +19,24 @@ import pytest
 from test_store import facebook
 
 
-@pytest.fixture()
-def server(datasets, tmp_path, kith):
-    store = tmp_path / "store"
-    kith("store", "build", datasets / "facebook_combined.txt.gz", "--dir", store,
-         "--method", "kith", "--data-bytes", "40")
-    proc = subprocess.Popen([os.environ["KITH_BIN"], "serve", "--dir", str(store),
+@pytest.fixture(params=["rocksdb", "cassandra"])
+def server(request, datasets, tmp_path, kith):
+    graph = datasets / "facebook_combined.txt.gz"
+    if request.param == "rocksdb":
+        store = tmp_path / "store"
+        kith("store", "build", graph, "--dir", store, "--method", "kith", "--data-bytes", "40")
+        where = ["--dir", str(store)]
+    else:
+        hosts = os.environ.get("KITH_TEST_CASSANDRA")
+        if not hosts:
+            pytest.fail("KITH_TEST_CASSANDRA is not set: run scripts/test.sh, or "
+                        "`kith cluster up` and export the hosts it prints")
+        keyspace = f"oracle_{os.getpid()}_{int(time.time() * 1000) % 10**9}"
+        kith("store", "build", graph, "--cassandra", hosts, "--keyspace", keyspace,
+             "--method", "kith", "--data-bytes", "40")
+        where = ["--cassandra", hosts, "--keyspace", keyspace,
+                 "--journal-dir", str(tmp_path / "journal")]
+    proc = subprocess.Popen([os.environ["KITH_BIN"], "serve", *where,
                              "--addr", "127.0.0.1:0", "--feed", "push"],
                             stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
@@ -32,6 +45,8 @@ def server(datasets, tmp_path, kith):
     yield base
     proc.terminate()
     assert proc.wait(timeout=30) == 0
+    if request.param == "cassandra":
+        kith("store", "drop", "--cassandra", hosts, "--keyspace", keyspace)
 
 
 def call(base, path, body=None, method=None):

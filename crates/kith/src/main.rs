@@ -32,9 +32,14 @@ enum Command {
     /// Compute, evaluate and compare layouts: where each user's record goes on disk.
     #[command(subcommand)]
     Layout(cmd::layout::LayoutCommand),
-    /// The layout-aware store on RocksDB: build, relayout, status, verify.
+    /// The layout-aware store, embedded on RocksDB or on a Cassandra cluster: build, relayout,
+    /// status, verify.
     #[command(subcommand)]
     Store(cmd::store::StoreCommand),
+    /// Local Apache Cassandra clusters on loopback addresses: up, status, down, and the node
+    /// faults of the trials (kill, start, add).
+    #[command(subcommand)]
+    Cluster(cmd::cluster::ClusterCommand),
     /// Reproduce the papers' experiments: CSV tables and PNG charts.
     #[command(subcommand)]
     Experiment(kith_lab::experiment::ExperimentCommand),
@@ -67,6 +72,7 @@ fn main() -> ExitCode {
         Command::Graph(c) => cmd::graph::run(c),
         Command::Layout(c) => cmd::layout::run(c),
         Command::Store(c) => cmd::store::run(c),
+        Command::Cluster(c) => cmd::cluster::run(c),
         Command::Experiment(c) => kith_lab::experiment::run(c),
         Command::Bench(c) => kith_lab::bench::run(c),
         Command::Serve(a) => cmd::serve::run(a),

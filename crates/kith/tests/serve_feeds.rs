@@ -162,6 +162,24 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
             }
         }
     }
+    // On the store on Cassandra: every strategy, with journaled write-back.
+    for feed in ["pull", "push", "hybrid"] {
+        let keyspace = common::build_cassandra(&dir.path().join("g.kgraph"), "kith");
+        let journal = dir.path().join(format!("journal-{feed}"));
+        let args = [
+            "--feed",
+            feed,
+            "--cache",
+            "write-back",
+            "--timeline-len",
+            "7",
+            "--celebrity-threshold",
+            "5",
+        ];
+        let server = Server::start_cassandra(&keyspace, &journal, &args);
+        let reads = feed_scenario(&server, &http);
+        assert!(first.as_ref() == Some(&reads), "cassandra {feed} write-back differs");
+    }
     // Write-back with a cache too small to hold anything for long and a slow flush: posts
     // evicted from the cache before they reach the store are still read (pending set).
     let copy = dir.path().join("evicting");

@@ -1,6 +1,6 @@
 //! `kith serve`: Parker's API over real HTTP on loopback, on the in-process and the Redis
-//! backends: users, profiles, friend pages, friendship changes under strong and eventual
-//! reads, paths, neighbourhoods, metrics.
+//! backends and on the store on a 3-node Cassandra cluster: users, profiles, friend pages,
+//! friendship changes under strong and eventual reads, paths, neighbourhoods, metrics.
 
 mod common;
 
@@ -27,6 +27,10 @@ fn parker_api_over_http() {
         let server = Server::start(&copy, &args);
         parker_api(&server);
     }
+    // The same graph on Cassandra, laid out the same way.
+    let keyspace = common::build_cassandra(&dir.path().join("g.kgraph"), "kith");
+    let server = Server::start_cassandra(&keyspace, &dir.path().join("journal"), &[]);
+    parker_api(&server);
 }
 
 fn parker_api(server: &Server) {

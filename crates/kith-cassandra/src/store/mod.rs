@@ -294,12 +294,21 @@ impl Writes {
     /// A logged batch: Cassandra applies all of it or, after a failure, replays it from its
     /// batch log until all of it is applied.
     pub(crate) fn logged() -> Writes {
-        Writes { batch: Batch::new(BatchType::Logged), values: Vec::new() }
+        Writes::new(BatchType::Logged)
     }
 
     /// An unlogged batch: for statements on one partition (applied together there).
     pub(crate) fn unlogged() -> Writes {
-        Writes { batch: Batch::new(BatchType::Unlogged), values: Vec::new() }
+        Writes::new(BatchType::Unlogged)
+    }
+
+    fn new(kind: BatchType) -> Writes {
+        let mut batch = Batch::new(kind);
+        // Every statement kith batches sets values (no counters, no list appends, no
+        // lightweight transactions), so applying a batch twice is applying it once: the
+        // driver may send it again through another node when its coordinator dies mid-way.
+        batch.set_is_idempotent(true);
+        Writes { batch, values: Vec::new() }
     }
 
     pub(crate) fn push(

@@ -2,6 +2,7 @@
 //! has several files).
 
 pub(crate) mod analyze;
+pub(crate) mod cluster;
 pub(crate) mod graph;
 pub(crate) mod layout;
 pub(crate) mod serve;

@@ -9,13 +9,20 @@ use anyhow::{Context, Result};
 use clap::Args;
 use kith_feed::{CacheMode, FeedConfig, Strategy};
 use kith_server::{Limits, Secret, ServerConfig};
-use kith_store::{OpenOptions, Store};
+use kith_store::{Engine, OpenOptions, Store};
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// The store directory (made by `kith store build`).
-    #[arg(long)]
-    dir: PathBuf,
+    #[arg(long, required_unless_present = "cassandra", conflicts_with = "cassandra")]
+    dir: Option<PathBuf>,
+    /// Serve the store on a Cassandra cluster instead (made by `kith store build --cassandra`).
+    #[command(flatten)]
+    cassandra: super::store::CassandraArgs,
+    /// With --cassandra: the directory of the write-back journal (posts acknowledged before
+    /// they reach the store are fsynced here first). Default `kith-feed-journal`.
+    #[arg(long, requires = "cassandra")]
+    journal_dir: Option<PathBuf>,
     /// Address to listen on (port 0 picks a free port; the address is printed).
     #[arg(long, default_value = "127.0.0.1:7070")]
     addr: SocketAddr,
@@ -186,21 +193,34 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     if let Some(w) = exposure_warning(args.addr, args.token.is_some()) {
         eprintln!("{w}");
     }
-    let options = OpenOptions {
-        block_cache_bytes: args.block_cache_bytes,
-        traversal_budget: args.traversal_budget,
-        ..Default::default()
+    let (store, journal, engine): (Arc<dyn Engine>, PathBuf, &str) = match &args.dir {
+        Some(dir) => {
+            let options = OpenOptions {
+                block_cache_bytes: args.block_cache_bytes,
+                traversal_budget: args.traversal_budget,
+                ..Default::default()
+            };
+            let store = Store::open(dir, &options)
+                .with_context(|| format!("opening the store in {}", dir.display()))?;
+            (Arc::new(store), dir.join("feed-journal"), "rocksdb")
+        }
+        None => {
+            let mut options = args.cassandra.options()?;
+            options.traversal_budget = args.traversal_budget;
+            let store = kith_cassandra::CassandraStore::open(&options).with_context(|| {
+                format!("opening keyspace {} on {}", options.keyspace, options.hosts.join(","))
+            })?;
+            let journal =
+                args.journal_dir.clone().unwrap_or_else(|| PathBuf::from("kith-feed-journal"));
+            (Arc::new(store), journal, "cassandra")
+        }
     };
-    let store = Arc::new(
-        Store::open(&args.dir, &options)
-            .with_context(|| format!("opening the store in {}", args.dir.display()))?,
-    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(args.max_blocking_threads)
         .build()?;
     let describe = format!(
-        "feed {}, cache {}, backend {}",
+        "store {engine}, feed {}, cache {}, backend {}",
         args.feed,
         args.cache,
         if args.redis.is_some() { "redis" } else { "in-process" }
@@ -208,7 +228,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     runtime
         .block_on(kith_server::serve(
             store.clone(),
-            args.dir.join("feed-journal"),
+            journal,
             config,
             |addr| {
                 println!("kith serve: listening on http://{addr} ({describe})");

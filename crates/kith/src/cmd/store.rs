@@ -24,6 +24,8 @@ pub(crate) enum StoreCommand {
     Status(StatusArgs),
     /// Check every checksum and invariant; exits non-zero on any problem.
     Verify(VerifyArgs),
+    /// Drop a store on Cassandra (its keyspace, with everything in it).
+    Drop(DropArgs),
     /// Crash-test writer: durable random writes, each acknowledgement printed (for tests).
     #[command(hide = true)]
     CrashWriter(CrashWriterArgs),
@@ -35,6 +37,12 @@ pub(crate) fn run(command: StoreCommand) -> Result<()> {
         StoreCommand::Relayout(a) => relayout_cmd(a),
         StoreCommand::Status(a) => status_cmd(a),
         StoreCommand::Verify(a) => verify_cmd(a),
+        StoreCommand::Drop(a) => {
+            let options = a.cassandra.options()?;
+            kith_cassandra::drop_store(&options)?;
+            println!("dropped keyspace {}", options.keyspace);
+            Ok(())
+        }
         StoreCommand::CrashWriter(a) => crash_writer_cmd(a),
     }
 }
@@ -45,9 +53,10 @@ struct LayoutChoice {
     /// A layout file (one user id per line, as `kith layout compute` writes).
     #[arg(long, conflicts_with = "method")]
     layout: Option<PathBuf>,
-    /// The layout method (default: kith).
-    #[arg(long, value_parser = method_parser())]
-    method: Option<Method>,
+    /// The layout method (default: kith). On Cassandra, `hash` places one user per partition
+    /// in input order: what a Cassandra user writes by default.
+    #[arg(long, value_parser = placement_parser())]
+    method: Option<Placement>,
     /// parcom: the number of METIS parts.
     #[arg(long, default_value_t = 64)]
     communities: usize,
@@ -63,6 +72,52 @@ struct LayoutChoice {
     seed: u64,
 }
 
+/// A `--method`: a layout, or Cassandra's hash placement.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Placement {
+    Layout(Method),
+    Hash,
+}
+
+fn placement_parser() -> impl clap::builder::TypedValueParser<Value = Placement> {
+    use clap::builder::TypedValueParser;
+    let mut names: Vec<&'static str> = Method::ALL.iter().map(|m| m.name()).collect();
+    names.push("hash");
+    clap::builder::PossibleValuesParser::new(names).map(|s| match s.as_str() {
+        "hash" => Placement::Hash,
+        name => Placement::Layout(name.parse::<Method>().expect("listed name")),
+    })
+}
+
+/// Where a store on Cassandra is: `--cassandra HOSTS --keyspace K`.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct CassandraArgs {
+    /// The Cassandra cluster's contact points, `HOST[:PORT],…` (as `kith cluster up` prints).
+    #[arg(long, value_name = "HOSTS")]
+    pub(crate) cassandra: Option<String>,
+    /// The keyspace of the store on Cassandra.
+    #[arg(long, default_value = kith_cassandra::DEFAULT_KEYSPACE, requires = "cassandra")]
+    pub(crate) keyspace: String,
+}
+
+impl CassandraArgs {
+    /// The options to reach the store (an error if `--cassandra` was not given).
+    pub(crate) fn options(&self) -> Result<kith_cassandra::CassandraOptions> {
+        let Some(hosts) = &self.cassandra else { bail!("name the cluster with --cassandra HOSTS") };
+        kith_cassandra::check_keyspace(&self.keyspace)?;
+        Ok(kith_cassandra::CassandraOptions::new(
+            kith_cassandra::parse_hosts(hosts)?,
+            &self.keyspace,
+        ))
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DropArgs {
+    #[command(flatten)]
+    cassandra: CassandraArgs,
+}
+
 impl LayoutChoice {
     /// The configuration, with the record and page sizes `paged` gives (the store's blocks)
     /// unless `--record-bytes` names a record size for 4 KiB pages.
@@ -72,7 +127,11 @@ impl LayoutChoice {
             None => paged,
         };
         LayoutConfig {
-            method: self.method.unwrap_or(Method::Kith),
+            method: match self.method {
+                Some(Placement::Layout(m)) => m,
+                Some(Placement::Hash) => Method::Input,
+                None => Method::Kith,
+            },
             communities: self.communities,
             model: self.model,
             record_bytes,
@@ -108,8 +167,14 @@ pub(crate) struct BuildArgs {
     #[command(flatten)]
     input: GraphInput,
     /// The new store's directory (must not exist or be empty).
-    #[arg(long)]
-    dir: PathBuf,
+    #[arg(long, required_unless_present = "cassandra", conflicts_with = "cassandra")]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    cassandra: CassandraArgs,
+    /// On Cassandra: users per partition, runs of consecutive layout positions (`--method
+    /// hash` is always 1).
+    #[arg(long, default_value_t = 64, requires = "cassandra")]
+    partition_users: u64,
     #[command(flatten)]
     layout: LayoutChoice,
     /// Every user's data block has this many bytes (4 B to 4 MiB).
@@ -148,6 +213,15 @@ fn data_spec(bytes: u64, dist: Option<&str>) -> Result<DataSpec> {
 
 fn build_cmd(args: BuildArgs) -> Result<()> {
     let spec = data_spec(args.data_bytes, args.data_dist.as_deref())?;
+    if args.cassandra.cassandra.is_some() {
+        return build_cassandra(args, spec);
+    }
+    if args.layout.method == Some(Placement::Hash) {
+        bail!(
+            "--method hash is a placement on Cassandra (one partition per user); the embedded store needs a layout"
+        );
+    }
+    let dir = args.dir.clone().expect("clap requires --dir without --cassandra");
     let options = BuildOptions {
         data: spec,
         chunk_bytes: args.chunk_bytes,
@@ -163,9 +237,9 @@ fn build_cmd(args: BuildArgs) -> Result<()> {
     let layout_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let method = meta.method.clone();
-    kith_store::build(&args.dir, &graph, &layout, meta, &options)?;
+    kith_store::build(&dir, &graph, &layout, meta, &options)?;
     let report = BuildReport {
-        dir: args.dir.display().to_string(),
+        dir: dir.display().to_string(),
         users: graph.num_nodes(),
         friendships: graph.num_edges(),
         method,
@@ -176,7 +250,7 @@ fn build_cmd(args: BuildArgs) -> Result<()> {
         },
         layout_seconds,
         write_seconds: t.elapsed().as_secs_f64(),
-        bytes_on_disk: kith_store::dir_bytes(&args.dir),
+        bytes_on_disk: kith_store::dir_bytes(&dir),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -198,11 +272,80 @@ fn build_cmd(args: BuildArgs) -> Result<()> {
     Ok(())
 }
 
+/// `kith store build --cassandra`: the graph's users written to the cluster in the layout's
+/// order, `--partition-users` per partition (1 for `--method hash`).
+fn build_cassandra(args: BuildArgs, spec: DataSpec) -> Result<()> {
+    let options = args.cassandra.options()?;
+    let hash = args.layout.method == Some(Placement::Hash);
+    let graph = args.input.load_undirected()?;
+    let t = Instant::now();
+    // Profiles and data blocks of one partition are read together: lay out for the records
+    // as they are, on 4 KiB pages, unless --record-bytes says otherwise.
+    let record = (spec.mean().round() as u64 + 32).max(1);
+    let (layout, mut meta) =
+        args.layout.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
+    if hash {
+        meta.method = "hash".into();
+    }
+    let layout_seconds = t.elapsed().as_secs_f64();
+    let config = kith_cassandra::BuildConfig {
+        partition_users: if hash { 1 } else { args.partition_users },
+        data: spec,
+        seed: args.layout.seed,
+        replication: None,
+        progress: true,
+    };
+    let method = meta.method.clone();
+    let (_store, report) = kith_cassandra::build(&options, &graph, &layout, meta, &config)?;
+    #[derive(Serialize)]
+    struct Out<'a> {
+        hosts: String,
+        keyspace: &'a str,
+        method: String,
+        partition_users: u64,
+        layout_seconds: f64,
+        #[serde(flatten)]
+        build: &'a kith_cassandra::BuildReport,
+    }
+    let out = Out {
+        hosts: options.hosts.join(","),
+        keyspace: &options.keyspace,
+        method,
+        partition_users: config.partition_users,
+        layout_seconds,
+        build: &report,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "built keyspace {} on {}: {} users, {} friend entries, {} layout, {} users per partition \
+             ({} partitions); layout {:.2} s, load {:.1} s ({:.0} users/s)",
+            out.keyspace,
+            out.hosts,
+            report.users,
+            report.friend_entries,
+            out.method,
+            out.partition_users,
+            report.partitions,
+            layout_seconds,
+            report.load_seconds,
+            report.users_per_second
+        );
+    }
+    Ok(())
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RelayoutArgs {
     /// The store.
-    #[arg(long)]
-    dir: PathBuf,
+    #[arg(long, required_unless_present = "cassandra", conflicts_with = "cassandra")]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    cassandra: CassandraArgs,
+    /// On Cassandra: users per partition in the new generation (default: as now).
+    #[arg(long, requires = "cassandra")]
+    partition_users: Option<u64>,
     #[command(flatten)]
     layout: LayoutChoice,
     /// Print the report as JSON.
@@ -219,7 +362,14 @@ fn relayout_cmd(args: RelayoutArgs) -> Result<()> {
     if args.layout.layout.is_none() && args.layout.method.is_none() {
         bail!("relayout needs --layout <file> or --method <name>");
     }
-    let store = open(&args.dir)?;
+    if args.cassandra.cassandra.is_some() {
+        return relayout_cassandra(args);
+    }
+    if args.layout.method == Some(Placement::Hash) {
+        bail!("--method hash is a placement on Cassandra; the embedded store needs a layout");
+    }
+    let dir = args.dir.clone().expect("clap requires --dir without --cassandra");
+    let store = open(&dir)?;
     let stored = store.layout_config()?;
     let paged = (stored.record_bytes, stored.page_bytes);
     let report = match &args.layout.layout {
@@ -236,7 +386,7 @@ fn relayout_cmd(args: RelayoutArgs) -> Result<()> {
         println!(
             "relaid out {}: generation {} -> {}, {} users ({} appended), cost {} -> {} \
              (layout {:.2} s, rewrite {:.2} s)",
-            args.dir.display(),
+            dir.display(),
             report.from_generation,
             report.to_generation,
             report.users + report.appended,
@@ -244,6 +394,40 @@ fn relayout_cmd(args: RelayoutArgs) -> Result<()> {
             report.cost_before,
             report.cost_after,
             report.compute_seconds,
+            report.rewrite_seconds
+        );
+    }
+    Ok(())
+}
+
+/// `kith store relayout --cassandra`: the next generation written in the new order, then
+/// switched to (servers on the store follow within a second).
+fn relayout_cassandra(args: RelayoutArgs) -> Result<()> {
+    let options = args.cassandra.options()?;
+    let store = kith_cassandra::CassandraStore::open(&options)?;
+    let hash = args.layout.method == Some(Placement::Hash);
+    let stored = store.layout_meta();
+    let record = if stored.record_bytes > 0 { stored.record_bytes } else { 72 };
+    let graph = store.graph()?.graph;
+    let (layout, mut meta) =
+        args.layout.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
+    if hash {
+        meta.method = "hash".into();
+    }
+    let k = if hash { Some(1) } else { args.partition_users };
+    let report = store.relayout(kith_store::NewLayout::Given(&layout, meta), k, true)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "relaid out keyspace {}: generation {} -> {}, {} users ({} appended), {} users per partition \
+             (copy {:.1} s)",
+            options.keyspace,
+            report.from_generation,
+            report.to_generation,
+            report.users + report.appended,
+            report.appended,
+            report.partition_users,
             report.rewrite_seconds
         );
     }

@@ -46,6 +46,29 @@ pub fn build_store(graph: &Path, store: &Path, method: &str) {
     ok(&["store", "build", p(graph), "--dir", p(store), "--method", method, "--data-bytes", "40"]);
 }
 
+/// Builds `graph` into a new keyspace of the test Cassandra cluster (runs of 16 users per
+/// partition) and returns the keyspace.
+pub fn build_cassandra(graph: &Path, method: &str) -> String {
+    let hosts = kith_cassandra::testing::hosts().join(",");
+    let keyspace = kith_cassandra::testing::keyspace(method);
+    ok(&[
+        "store",
+        "build",
+        p(graph),
+        "--cassandra",
+        &hosts,
+        "--keyspace",
+        &keyspace,
+        "--method",
+        method,
+        "--partition-users",
+        "16",
+        "--data-bytes",
+        "40",
+    ]);
+    keyspace
+}
+
 /// Generates a seeded LFR graph of `nodes` users (ids 0..nodes) with `kith graph generate`.
 pub fn lfr_graph(path: &Path, nodes: &str, avg_degree: &str, seed: &str) {
     ok(&[
@@ -74,6 +97,18 @@ impl Server {
     pub fn start(dir: &Path, extra: &[&str]) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_kith"));
         command.args(["serve", "--dir", p(dir), "--addr", "127.0.0.1:0"]).args(extra);
+        Server::spawn(command.stderr(Stdio::inherit()))
+    }
+
+    /// Serves the store in `keyspace` on the test Cassandra cluster, its write-back journal
+    /// in `journal`.
+    pub fn start_cassandra(keyspace: &str, journal: &Path, extra: &[&str]) -> Server {
+        let hosts = kith_cassandra::testing::hosts().join(",");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kith"));
+        command
+            .args(["serve", "--cassandra", &hosts, "--keyspace", keyspace])
+            .args(["--journal-dir", p(journal), "--addr", "127.0.0.1:0"])
+            .args(extra);
         Server::spawn(command.stderr(Stdio::inherit()))
     }
 
