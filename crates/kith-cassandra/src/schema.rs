@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
+use scylla::policies::host_filter::AllowListHostFilter;
 use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
 use scylla::statement::unprepared::Statement;
 use scylla::statement::{Consistency, SerialConsistency};
@@ -74,18 +75,44 @@ pub fn parse_hosts(hosts: &str) -> Result<Vec<String>> {
     Ok(list)
 }
 
+/// How a store's requests reach the cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Level {
+    /// QUORUM reads and writes: a read sees every acknowledged write (replication factor 3).
+    #[default]
+    Quorum,
+    /// ONE, and only the hosts named (others are never contacted): what one replica alone
+    /// holds, as the fault trials read it with the other replicas down.
+    OneNamedHostsOnly,
+}
+
 /// A session to the cluster: QUORUM by default, SERIAL for lightweight transactions, and a
 /// client-side timeout on every request.
 pub(crate) async fn connect(hosts: &[String]) -> Result<Session> {
+    connect_at(hosts, Level::Quorum).await
+}
+
+/// A session at `level`.
+pub(crate) async fn connect_at(hosts: &[String], level: Level) -> Result<Session> {
+    let consistency = match level {
+        Level::Quorum => Consistency::Quorum,
+        Level::OneNamedHostsOnly => Consistency::One,
+    };
     let profile = ExecutionProfile::builder()
-        .consistency(Consistency::Quorum)
+        .consistency(consistency)
         .serial_consistency(Some(SerialConsistency::Serial))
         .request_timeout(Some(REQUEST_TIMEOUT))
         .build();
-    SessionBuilder::new()
+    let mut builder = SessionBuilder::new()
         .known_nodes(hosts)
         .connection_timeout(Duration::from_secs(5))
-        .default_execution_profile_handle(profile.into_handle())
+        .default_execution_profile_handle(profile.into_handle());
+    if level == Level::OneNamedHostsOnly {
+        let only = AllowListHostFilter::new(hosts.iter().map(String::as_str))
+            .map_err(|e| Error::Cluster(format!("resolving {}: {e}", hosts.join(","))))?;
+        builder = builder.host_filter(std::sync::Arc::new(only));
+    }
+    builder
         .build()
         .await
         .map_err(|e| Error::Cluster(format!("connecting to Cassandra at {}: {e}", hosts.join(","))))

@@ -305,7 +305,13 @@ impl LocalCluster {
     /// Runs `nodetool` against node `index` (flush, status, …) and returns its output.
     pub fn nodetool(&self, index: usize, args: &[&str]) -> Result<String> {
         let n = &self.nodes[self.position(index)?];
+        // The tool reaches the same JDK internals as the server: it needs its module options.
         let out = std::process::Command::new("java")
+            .arg("-Xmx128m")
+            .args(
+                node::jvm_options()
+                    .filter(|o| o.starts_with("--add-") || o.starts_with("-Dio.netty")),
+            )
             .arg("-cp")
             .arg(format!("{}/*", self.lib.display()))
             .arg("-Dlogback.configurationFile=/dev/null")
@@ -322,6 +328,34 @@ impl LocalCluster {
             )));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Waits until node `observer`'s failure detector marks every node in `down` as down
+    /// (`DN` in its `nodetool status`), so it stops sending them requests.
+    pub fn wait_seen_down(&self, observer: usize, down: &[usize], timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let addresses: Vec<String> = down
+            .iter()
+            .map(|&d| self.position(d).map(|i| self.nodes[i].address.to_string()))
+            .collect::<Result<_>>()?;
+        loop {
+            let out = self.nodetool(observer, &["status"])?;
+            let all = addresses.iter().all(|a| {
+                out.lines().any(|l| {
+                    let mut f = l.split_whitespace();
+                    f.next() == Some("DN") && f.next() == Some(a.as_str())
+                })
+            });
+            if all {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Cluster(format!(
+                    "node {observer} does not see nodes {down:?} down after {timeout:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
 
     fn position(&self, index: usize) -> Result<usize> {

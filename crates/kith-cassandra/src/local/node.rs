@@ -161,7 +161,7 @@ impl Node {
 }
 
 /// The JVM options, without comments and blank lines.
-fn jvm_options() -> impl Iterator<Item = &'static str> {
+pub(crate) fn jvm_options() -> impl Iterator<Item = &'static str> {
     JVM_OPTIONS.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
 }
 

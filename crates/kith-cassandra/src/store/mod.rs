@@ -46,6 +46,8 @@ pub struct CassandraOptions {
     pub keyspace: String,
     /// Friend-list entries one traversal may read.
     pub traversal_budget: u64,
+    /// QUORUM (the default), or ONE on the named hosts alone.
+    pub level: schema::Level,
 }
 
 impl CassandraOptions {
@@ -55,6 +57,7 @@ impl CassandraOptions {
             hosts,
             keyspace: keyspace.to_string(),
             traversal_budget: kith_store::DEFAULT_TRAVERSAL_BUDGET,
+            level: schema::Level::Quorum,
         }
     }
 }
@@ -124,7 +127,7 @@ impl CassandraStore {
             .map_err(Error::io("starting the driver's runtime"))?;
         let ks = options.keyspace.clone();
         let (session, fixed, generation) = rt.block_on(async {
-            let session = schema::connect(&options.hosts).await?;
+            let session = schema::connect_at(&options.hosts, options.level).await?;
             let fixed = Fixed::prepare(&session, &ks).await.map_err(|e| {
                 Error::Cluster(format!(
                     "keyspace {ks} does not hold a kith store (`kith store build --cassandra` makes one): {e}"
