@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::schema;
-use crate::store::users::key;
+use crate::store::rows::key;
 use crate::store::{
     CassandraOptions, CassandraStore, DATA_CHUNK_BYTES, Fixed, GenStatements, Writes, i,
 };

@@ -40,7 +40,7 @@ pub mod trials;
 pub use build::{BuildConfig, BuildReport, build, drop_store};
 pub use error::{Error, Result};
 pub use schema::{DEFAULT_KEYSPACE, Level, check_keyspace, create_keyspace, parse_hosts};
-pub use store::users::FriendsProfiles;
+pub use store::listing::FriendsProfiles;
 pub use store::{
     CassandraOptions, CassandraStore, DATA_CHUNK_BYTES, MAX_BATCH_CHANGES, RelayoutReport,
     StoredGraph,

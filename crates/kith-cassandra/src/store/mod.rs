@@ -4,9 +4,12 @@
 
 mod engine;
 mod feed;
+pub(crate) mod listing;
+mod posts;
 mod relayout;
+pub(crate) mod rows;
 mod statements;
-pub(crate) mod users;
+mod users;
 
 use std::collections::HashMap;
 use std::fmt;

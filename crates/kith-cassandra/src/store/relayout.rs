@@ -16,7 +16,7 @@ use kith_layout::Layout;
 use kith_store::{Error as StoreError, LayoutMeta, NewLayout};
 use serde::Serialize;
 
-use super::users::{key, uid};
+use super::rows::{key, uid};
 use super::{CassandraStore, Gen, Writes, bad_rows, i, load_generation, u};
 use crate::error::{Error, Result, driver};
 use crate::schema;
@@ -298,7 +298,7 @@ impl CassandraStore {
             .map_err(|e| driver("switching the store's generation", e))?
             .into_rows_result()
             .map_err(|e| bad_rows("switch", e))?;
-        let (applied, found) = super::users::lwt_outcome(&switched, "generation")?;
+        let (applied, found) = super::rows::lwt_outcome(&switched, "generation")?;
         if !applied {
             return Err(Error::Cluster(format!(
                 "another relayout switched the store to generation {} first; generation {generation} was written and is unused",

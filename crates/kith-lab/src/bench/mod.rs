@@ -2,6 +2,7 @@
 //! `bench/results/` (with date, commit and machine), one module per benchmark.
 
 mod analytics;
+mod cassandra;
 mod crash;
 mod distributed;
 mod feed_crash;
@@ -43,6 +44,10 @@ pub enum BenchCommand {
     /// Timely PageRank on 2-8 local processes: bytes under fetch-once and per-edge exchange,
     /// COST against the single-thread engine, and the communication model's charts.
     Distributed(distributed::DistributedBenchArgs),
+    /// The store on a 3-node Cassandra cluster: partitions, requests and latency per "list all
+    /// friends' profiles" for hash and layout placements, bulk-load throughput beside the
+    /// embedded store's, and the fault trials at full count.
+    Cassandra(cassandra::CassandraBenchArgs),
     /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
     #[command(hide = true)]
     CrashCheck(crash::CrashCheckArgs),
@@ -58,6 +63,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Crash(a) => crash::run(a),
         BenchCommand::FeedCrash(a) => feed_crash::run(a),
         BenchCommand::Http(a) => http::run(a),
+        BenchCommand::Cassandra(a) => cassandra::run(a),
         BenchCommand::Analytics(a) => analytics::run(a),
         BenchCommand::Distributed(a) => distributed::run(a),
         BenchCommand::CrashCheck(a) => crash::check(a),

@@ -6,13 +6,17 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use kith_graph::{Graph, WeightModel};
-use kith_lab::cli::{GraphInput, method_parser, model_parser};
-use kith_layout::{Layout, LayoutConfig, Method, Objective, compute, la_cost, read_layout};
-use kith_store::{
-    BuildOptions, DEFAULT_CHUNK_BYTES, DataSpec, LayoutMeta, NewLayout, OpenOptions, Store,
-};
+use kith_lab::cli::{GraphInput, method_parser};
+use kith_layout::{LayoutConfig, Method, la_cost};
+use kith_store::{BuildOptions, DEFAULT_CHUNK_BYTES, DataSpec, NewLayout, OpenOptions, Store};
 use serde::Serialize;
+
+mod cassandra;
+mod choice;
+
+pub(crate) use cassandra::{CassandraArgs, DropArgs};
+use cassandra::{build_cassandra, relayout_cassandra};
+use choice::{LayoutChoice, Placement};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum StoreCommand {
@@ -44,115 +48,6 @@ pub(crate) fn run(command: StoreCommand) -> Result<()> {
             Ok(())
         }
         StoreCommand::CrashWriter(a) => crash_writer_cmd(a),
-    }
-}
-
-/// How to order users: a layout file, or a method and its options.
-#[derive(Clone, Debug, Args)]
-struct LayoutChoice {
-    /// A layout file (one user id per line, as `kith layout compute` writes).
-    #[arg(long, conflicts_with = "method")]
-    layout: Option<PathBuf>,
-    /// The layout method (default: kith). On Cassandra, `hash` places one user per partition
-    /// in input order: what a Cassandra user writes by default.
-    #[arg(long, value_parser = placement_parser())]
-    method: Option<Placement>,
-    /// parcom: the number of METIS parts.
-    #[arg(long, default_value_t = 64)]
-    communities: usize,
-    /// The edge-weight model.
-    #[arg(long, default_value = "uniform", value_parser = model_parser())]
-    model: WeightModel,
-    /// kith: the record size packed into 4 KiB pages (default: the store's own entry and
-    /// block sizes for the data, so that the layout's pages are the store's blocks).
-    #[arg(long)]
-    record_bytes: Option<u64>,
-    /// Seed of the layout and of the synthetic data.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-}
-
-/// A `--method`: a layout, or Cassandra's hash placement.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Placement {
-    Layout(Method),
-    Hash,
-}
-
-fn placement_parser() -> impl clap::builder::TypedValueParser<Value = Placement> {
-    use clap::builder::TypedValueParser;
-    let mut names: Vec<&'static str> = Method::ALL.iter().map(|m| m.name()).collect();
-    names.push("hash");
-    clap::builder::PossibleValuesParser::new(names).map(|s| match s.as_str() {
-        "hash" => Placement::Hash,
-        name => Placement::Layout(name.parse::<Method>().expect("listed name")),
-    })
-}
-
-/// Where a store on Cassandra is: `--cassandra HOSTS --keyspace K`.
-#[derive(Clone, Debug, Args)]
-pub(crate) struct CassandraArgs {
-    /// The Cassandra cluster's contact points, `HOST[:PORT],…` (as `kith cluster up` prints).
-    #[arg(long, value_name = "HOSTS")]
-    pub(crate) cassandra: Option<String>,
-    /// The keyspace of the store on Cassandra.
-    #[arg(long, default_value = kith_cassandra::DEFAULT_KEYSPACE, requires = "cassandra")]
-    pub(crate) keyspace: String,
-}
-
-impl CassandraArgs {
-    /// The options to reach the store (an error if `--cassandra` was not given).
-    pub(crate) fn options(&self) -> Result<kith_cassandra::CassandraOptions> {
-        let Some(hosts) = &self.cassandra else { bail!("name the cluster with --cassandra HOSTS") };
-        kith_cassandra::check_keyspace(&self.keyspace)?;
-        Ok(kith_cassandra::CassandraOptions::new(
-            kith_cassandra::parse_hosts(hosts)?,
-            &self.keyspace,
-        ))
-    }
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct DropArgs {
-    #[command(flatten)]
-    cassandra: CassandraArgs,
-}
-
-impl LayoutChoice {
-    /// The configuration, with the record and page sizes `paged` gives (the store's blocks)
-    /// unless `--record-bytes` names a record size for 4 KiB pages.
-    fn config(&self, paged: (u64, u64)) -> LayoutConfig {
-        let (record_bytes, page_bytes) = match self.record_bytes {
-            Some(r) => (r.max(1), kith_layout::metrics::PAGE_BYTES),
-            None => paged,
-        };
-        LayoutConfig {
-            method: match self.method {
-                Some(Placement::Layout(m)) => m,
-                Some(Placement::Hash) => Method::Input,
-                None => Method::Kith,
-            },
-            communities: self.communities,
-            model: self.model,
-            record_bytes,
-            page_bytes,
-            objective: Objective::Pages,
-            seed: self.seed,
-            progress: true,
-            ..LayoutConfig::default()
-        }
-    }
-
-    /// The layout of `graph` and how it was made.
-    fn resolve(&self, graph: &Graph, paged: (u64, u64)) -> Result<(Layout, LayoutMeta)> {
-        let config = self.config(paged);
-        if let Some(path) = &self.layout {
-            let layout = read_layout(path, graph)?;
-            let meta = LayoutMeta { method: "file".into(), ..LayoutMeta::of(&config) };
-            return Ok((layout, meta));
-        }
-        let layout = compute(graph, &config)?.layout;
-        Ok((layout, LayoutMeta::of(&config)))
     }
 }
 
@@ -214,7 +109,14 @@ fn data_spec(bytes: u64, dist: Option<&str>) -> Result<DataSpec> {
 fn build_cmd(args: BuildArgs) -> Result<()> {
     let spec = data_spec(args.data_bytes, args.data_dist.as_deref())?;
     if args.cassandra.cassandra.is_some() {
-        return build_cassandra(args, spec);
+        return build_cassandra(
+            &args.input,
+            &args.layout,
+            &args.cassandra,
+            args.partition_users,
+            spec,
+            args.json,
+        );
     }
     if args.layout.method == Some(Placement::Hash) {
         bail!(
@@ -272,70 +174,6 @@ fn build_cmd(args: BuildArgs) -> Result<()> {
     Ok(())
 }
 
-/// `kith store build --cassandra`: the graph's users written to the cluster in the layout's
-/// order, `--partition-users` per partition (1 for `--method hash`).
-fn build_cassandra(args: BuildArgs, spec: DataSpec) -> Result<()> {
-    let options = args.cassandra.options()?;
-    let hash = args.layout.method == Some(Placement::Hash);
-    let graph = args.input.load_undirected()?;
-    let t = Instant::now();
-    // Profiles and data blocks of one partition are read together: lay out for the records
-    // as they are, on 4 KiB pages, unless --record-bytes says otherwise.
-    let record = (spec.mean().round() as u64 + 32).max(1);
-    let (layout, mut meta) =
-        args.layout.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
-    if hash {
-        meta.method = "hash".into();
-    }
-    let layout_seconds = t.elapsed().as_secs_f64();
-    let config = kith_cassandra::BuildConfig {
-        partition_users: if hash { 1 } else { args.partition_users },
-        data: spec,
-        seed: args.layout.seed,
-        replication: None,
-        progress: true,
-    };
-    let method = meta.method.clone();
-    let (_store, report) = kith_cassandra::build(&options, &graph, &layout, meta, &config)?;
-    #[derive(Serialize)]
-    struct Out<'a> {
-        hosts: String,
-        keyspace: &'a str,
-        method: String,
-        partition_users: u64,
-        layout_seconds: f64,
-        #[serde(flatten)]
-        build: &'a kith_cassandra::BuildReport,
-    }
-    let out = Out {
-        hosts: options.hosts.join(","),
-        keyspace: &options.keyspace,
-        method,
-        partition_users: config.partition_users,
-        layout_seconds,
-        build: &report,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        println!(
-            "built keyspace {} on {}: {} users, {} friend entries, {} layout, {} users per partition \
-             ({} partitions); layout {:.2} s, load {:.1} s ({:.0} users/s)",
-            out.keyspace,
-            out.hosts,
-            report.users,
-            report.friend_entries,
-            out.method,
-            out.partition_users,
-            report.partitions,
-            layout_seconds,
-            report.load_seconds,
-            report.users_per_second
-        );
-    }
-    Ok(())
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct RelayoutArgs {
     /// The store.
@@ -363,7 +201,7 @@ fn relayout_cmd(args: RelayoutArgs) -> Result<()> {
         bail!("relayout needs --layout <file> or --method <name>");
     }
     if args.cassandra.cassandra.is_some() {
-        return relayout_cassandra(args);
+        return relayout_cassandra(&args.layout, &args.cassandra, args.partition_users, args.json);
     }
     if args.layout.method == Some(Placement::Hash) {
         bail!("--method hash is a placement on Cassandra; the embedded store needs a layout");
@@ -394,40 +232,6 @@ fn relayout_cmd(args: RelayoutArgs) -> Result<()> {
             report.cost_before,
             report.cost_after,
             report.compute_seconds,
-            report.rewrite_seconds
-        );
-    }
-    Ok(())
-}
-
-/// `kith store relayout --cassandra`: the next generation written in the new order, then
-/// switched to (servers on the store follow within a second).
-fn relayout_cassandra(args: RelayoutArgs) -> Result<()> {
-    let options = args.cassandra.options()?;
-    let store = kith_cassandra::CassandraStore::open(&options)?;
-    let hash = args.layout.method == Some(Placement::Hash);
-    let stored = store.layout_meta();
-    let record = if stored.record_bytes > 0 { stored.record_bytes } else { 72 };
-    let graph = store.graph()?.graph;
-    let (layout, mut meta) =
-        args.layout.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
-    if hash {
-        meta.method = "hash".into();
-    }
-    let k = if hash { Some(1) } else { args.partition_users };
-    let report = store.relayout(kith_store::NewLayout::Given(&layout, meta), k, true)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!(
-            "relaid out keyspace {}: generation {} -> {}, {} users ({} appended), {} users per partition \
-             (copy {:.1} s)",
-            options.keyspace,
-            report.from_generation,
-            report.to_generation,
-            report.users + report.appended,
-            report.appended,
-            report.partition_users,
             report.rewrite_seconds
         );
     }

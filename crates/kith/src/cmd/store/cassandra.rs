@@ -1,0 +1,150 @@
+//! `kith store ... --cassandra`: the store on a Cassandra cluster: build, relayout, drop, and
+//! the `--method hash` placement.
+
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use kith_store::DataSpec;
+use serde::Serialize;
+
+use kith_lab::cli::GraphInput;
+
+use super::choice::{LayoutChoice, Placement};
+
+/// Where a store on Cassandra is: `--cassandra HOSTS --keyspace K`.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct CassandraArgs {
+    /// The Cassandra cluster's contact points, `HOST[:PORT],…` (as `kith cluster up` prints).
+    #[arg(long, value_name = "HOSTS")]
+    pub(crate) cassandra: Option<String>,
+    /// The keyspace of the store on Cassandra.
+    #[arg(long, default_value = kith_cassandra::DEFAULT_KEYSPACE, requires = "cassandra")]
+    pub(crate) keyspace: String,
+}
+
+impl CassandraArgs {
+    /// The options to reach the store (an error if `--cassandra` was not given).
+    pub(crate) fn options(&self) -> Result<kith_cassandra::CassandraOptions> {
+        let Some(hosts) = &self.cassandra else { bail!("name the cluster with --cassandra HOSTS") };
+        kith_cassandra::check_keyspace(&self.keyspace)?;
+        Ok(kith_cassandra::CassandraOptions::new(
+            kith_cassandra::parse_hosts(hosts)?,
+            &self.keyspace,
+        ))
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DropArgs {
+    #[command(flatten)]
+    pub(super) cassandra: CassandraArgs,
+}
+
+/// `kith store build --cassandra`: the graph's users written to the cluster in the layout's
+/// order, `--partition-users` per partition (1 for `--method hash`).
+pub(super) fn build_cassandra(
+    input: &GraphInput,
+    choice: &LayoutChoice,
+    cassandra: &CassandraArgs,
+    partition_users: u64,
+    spec: DataSpec,
+    json: bool,
+) -> Result<()> {
+    let options = cassandra.options()?;
+    let hash = choice.method == Some(Placement::Hash);
+    let graph = input.load_undirected()?;
+    let t = Instant::now();
+    // Profiles and data blocks of one partition are read together: lay out for the records
+    // as they are, on 4 KiB pages, unless --record-bytes says otherwise.
+    let record = (spec.mean().round() as u64 + 32).max(1);
+    let (layout, mut meta) = choice.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
+    if hash {
+        meta.method = "hash".into();
+    }
+    let layout_seconds = t.elapsed().as_secs_f64();
+    let config = kith_cassandra::BuildConfig {
+        partition_users: if hash { 1 } else { partition_users },
+        data: spec,
+        seed: choice.seed,
+        replication: None,
+        progress: true,
+    };
+    let method = meta.method.clone();
+    let (_store, report) = kith_cassandra::build(&options, &graph, &layout, meta, &config)?;
+    #[derive(Serialize)]
+    struct Out<'a> {
+        hosts: String,
+        keyspace: &'a str,
+        method: String,
+        partition_users: u64,
+        layout_seconds: f64,
+        #[serde(flatten)]
+        build: &'a kith_cassandra::BuildReport,
+    }
+    let out = Out {
+        hosts: options.hosts.join(","),
+        keyspace: &options.keyspace,
+        method,
+        partition_users: config.partition_users,
+        layout_seconds,
+        build: &report,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "built keyspace {} on {}: {} users, {} friend entries, {} layout, {} users per partition \
+             ({} partitions); layout {:.2} s, load {:.1} s ({:.0} users/s)",
+            out.keyspace,
+            out.hosts,
+            report.users,
+            report.friend_entries,
+            out.method,
+            out.partition_users,
+            report.partitions,
+            layout_seconds,
+            report.load_seconds,
+            report.users_per_second
+        );
+    }
+    Ok(())
+}
+
+/// `kith store relayout --cassandra`: the next generation written in the new order, then
+/// switched to (servers on the store follow within a second).
+pub(super) fn relayout_cassandra(
+    choice: &LayoutChoice,
+    cassandra: &CassandraArgs,
+    partition_users: Option<u64>,
+    json: bool,
+) -> Result<()> {
+    let options = cassandra.options()?;
+    let store = kith_cassandra::CassandraStore::open(&options)?;
+    let hash = choice.method == Some(Placement::Hash);
+    let stored = store.layout_meta();
+    let record = if stored.record_bytes > 0 { stored.record_bytes } else { 72 };
+    let graph = store.graph()?.graph;
+    let (layout, mut meta) = choice.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
+    if hash {
+        meta.method = "hash".into();
+    }
+    let k = if hash { Some(1) } else { partition_users };
+    let report = store.relayout(kith_store::NewLayout::Given(&layout, meta), k, true)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "relaid out keyspace {}: generation {} -> {}, {} users ({} appended), {} users per partition \
+             (copy {:.1} s)",
+            options.keyspace,
+            report.from_generation,
+            report.to_generation,
+            report.users + report.appended,
+            report.appended,
+            report.partition_users,
+            report.rewrite_seconds
+        );
+    }
+    Ok(())
+}
