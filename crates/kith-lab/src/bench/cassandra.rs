@@ -77,19 +77,19 @@ struct CassandraBench {
 }
 
 #[derive(Debug, Serialize)]
-struct Locality {
-    graph: String,
-    placement: String,
-    partition_users: u64,
+pub(crate) struct Locality {
+    pub(crate) graph: String,
+    pub(crate) placement: String,
+    pub(crate) partition_users: u64,
     users: usize,
     queries: usize,
     /// Partitions of the profile table read per query (the user's own index row aside).
-    partitions_mean: f64,
+    pub(crate) partitions_mean: f64,
     /// CQL requests per query: the index row, then one per partition.
-    requests_mean: f64,
+    pub(crate) requests_mean: f64,
     friends_mean: f64,
-    p50_ms: f64,
-    p99_ms: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
     mean_ms: f64,
     /// p50 and p99 over hash's on the same graph.
     p50_vs_hash: Option<f64>,
@@ -118,7 +118,7 @@ impl Drop for Stopper {
     }
 }
 
-fn layout_for(
+pub(crate) fn layout_for(
     graph: &Graph,
     placement: &str,
     partition_users: u64,
@@ -142,7 +142,7 @@ fn layout_for(
     Ok((compute(graph, &config)?.layout, LayoutMeta::of(&config)))
 }
 
-fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -288,7 +288,7 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
     Ok(())
 }
 
-fn measure(
+pub(crate) fn measure(
     store: &CassandraStore,
     graph: &str,
     placement: &str,

@@ -2,7 +2,7 @@
 //! `bench/results/` (with date, commit and machine), one module per benchmark.
 
 mod analytics;
-mod cassandra;
+pub(crate) mod cassandra;
 mod crash;
 mod distributed;
 mod feed_crash;

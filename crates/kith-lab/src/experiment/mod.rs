@@ -5,6 +5,7 @@
 
 mod bondhu;
 mod parker;
+mod parker_cluster;
 mod service;
 mod store;
 mod twibo;
@@ -38,6 +39,9 @@ pub enum ExperimentCommand {
     TwiboCache(service::ServiceArgs),
     /// Per-call latency of every Parker endpoint from one client (Parker Table 1).
     ParkerLatency(service::ServiceArgs),
+    /// Parker's scaling on the store on Cassandra: read and write throughput and latency on
+    /// 1, 3 and 5 nodes, and "list all friends' profiles" under hash and kith placement.
+    ParkerCluster(parker_cluster::ParkerClusterArgs),
 }
 
 /// Runs one experiment.
@@ -50,5 +54,6 @@ pub fn run(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::Twibo(a) => twibo::twibo(a),
         ExperimentCommand::TwiboCache(a) => twibo::twibo_cache(a),
         ExperimentCommand::ParkerLatency(a) => parker::run(a),
+        ExperimentCommand::ParkerCluster(a) => parker_cluster::run(a),
     }
 }
