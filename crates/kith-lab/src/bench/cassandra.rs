@@ -40,9 +40,10 @@ pub struct CassandraBenchArgs {
     /// `--partition-users` positions make the partitions.
     #[arg(long, value_delimiter = ',', default_value = "hash,random,parcom,kith")]
     placements: Vec<String>,
-    /// Users per partition of the layout placements.
-    #[arg(long, default_value_t = 64)]
-    partition_users: u64,
+    /// Users per partition of the layout placements; several values sweep them (their
+    /// placements are named `kith-256` and so on).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    partition_users: Vec<u64>,
     /// "List all friends' profiles" queries per store (users drawn uniformly among those with
     /// friends; the same users for every placement of a graph).
     #[arg(long, default_value_t = 1000)]
@@ -70,8 +71,8 @@ struct CassandraBench {
     cluster: String,
     query: &'static str,
     locality: Vec<Locality>,
-    /// Per graph: kith's partitions per query over hash's (goal ≤ 0.25).
-    partitions_ratio_vs_hash: Vec<(String, f64)>,
+    /// Per graph and kith placement: its partitions per query over hash's (goal ≤ 0.25).
+    partitions_ratio_vs_hash: Vec<(String, String, f64)>,
     bulk_load: Vec<BulkLoad>,
     faults: Vec<TrialRun>,
 }
@@ -180,13 +181,28 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
         let sample: Vec<u64> = (0..args.queries)
             .map(|_| with_friends[rng.random_range(0..with_friends.len())])
             .collect();
-        for placement in &args.placements {
-            let (layout, meta) = layout_for(&graph, placement, args.partition_users)?;
-            let keyspace =
-                format!("bench_{}_{}", short.replace('-', "_").to_ascii_lowercase(), placement);
+        let runs: Vec<(&String, u64)> = args
+            .placements
+            .iter()
+            .flat_map(|p| {
+                let ks: Vec<u64> = if p == "hash" { vec![1] } else { args.partition_users.clone() };
+                ks.into_iter().map(move |k| (p, k))
+            })
+            .collect();
+        for (method, k) in runs {
+            let placement = &if method != "hash" && args.partition_users.len() > 1 {
+                format!("{method}-{k}")
+            } else {
+                method.clone()
+            };
+            let (layout, meta) = layout_for(&graph, method, k)?;
+            let keyspace = format!(
+                "bench_{}_{}",
+                short.replace('-', "_").to_ascii_lowercase(),
+                placement.replace('-', "_")
+            );
             let options = CassandraOptions::new(hosts.clone(), &keyspace);
             let _ = drop_store(&options);
-            let k = if placement == "hash" { 1 } else { args.partition_users };
             let config = BuildConfig {
                 partition_users: k,
                 data: DataSpec::Fixed(40),
@@ -243,12 +259,12 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
             }
         }
     }
-    let ratios: Vec<(String, f64)> = locality
+    let ratios: Vec<(String, String, f64)> = locality
         .iter()
-        .filter(|l| l.placement == "kith")
+        .filter(|l| l.placement.starts_with("kith"))
         .filter_map(|k| {
             let h = locality.iter().find(|l| l.graph == k.graph && l.placement == "hash")?;
-            Some((k.graph.clone(), k.partitions_mean / h.partitions_mean))
+            Some((k.graph.clone(), k.placement.clone(), k.partitions_mean / h.partitions_mean))
         })
         .collect();
     drop(cluster);
@@ -348,8 +364,8 @@ fn print_tables(r: &CassandraBench) {
             l.p50_vs_hash.map_or("-".into(), |x| format!("{x:.2}"))
         );
     }
-    for (g, ratio) in &r.partitions_ratio_vs_hash {
-        println!("{g}: kith reads {ratio:.3}× hash's partitions (goal ≤ 0.25)");
+    for (g, placement, ratio) in &r.partitions_ratio_vs_hash {
+        println!("{g}: {placement} reads {ratio:.3}× hash's partitions (goal ≤ 0.25)");
     }
     println!("\nbulk load (users/s): cassandra vs embedded");
     for b in &r.bulk_load {

@@ -12,6 +12,12 @@ use kith_lab::cli::GraphInput;
 
 use super::choice::{LayoutChoice, Placement};
 
+/// The record and page sizes that make the layout's pages the store's partitions: `k`
+/// records of 64 bytes.
+fn partition_pages(k: u64) -> (u64, u64) {
+    (64, 64 * k.max(1))
+}
+
 /// Where a store on Cassandra is: `--cassandra HOSTS --keyspace K`.
 #[derive(Clone, Debug, Args)]
 pub(crate) struct CassandraArgs {
@@ -55,10 +61,9 @@ pub(super) fn build_cassandra(
     let hash = choice.method == Some(Placement::Hash);
     let graph = input.load_undirected()?;
     let t = Instant::now();
-    // Profiles and data blocks of one partition are read together: lay out for the records
-    // as they are, on 4 KiB pages, unless --record-bytes says otherwise.
-    let record = (spec.mean().round() as u64 + 32).max(1);
-    let (layout, mut meta) = choice.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
+    // A partition is read by one request whatever its size: the layout's "page" is one
+    // partition of `partition_users` records (unless --record-bytes says otherwise).
+    let (layout, mut meta) = choice.resolve(&graph, partition_pages(partition_users))?;
     if hash {
         meta.method = "hash".into();
     }
@@ -122,10 +127,9 @@ pub(super) fn relayout_cassandra(
     let options = cassandra.options()?;
     let store = kith_cassandra::CassandraStore::open(&options)?;
     let hash = choice.method == Some(Placement::Hash);
-    let stored = store.layout_meta();
-    let record = if stored.record_bytes > 0 { stored.record_bytes } else { 72 };
     let graph = store.graph()?.graph;
-    let (layout, mut meta) = choice.resolve(&graph, (record, kith_layout::metrics::PAGE_BYTES))?;
+    let k = partition_users.unwrap_or(store.partition_users());
+    let (layout, mut meta) = choice.resolve(&graph, partition_pages(k))?;
     if hash {
         meta.method = "hash".into();
     }
