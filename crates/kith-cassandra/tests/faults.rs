@@ -20,7 +20,11 @@ fn no_acknowledged_write_is_lost_when_nodes_die_or_join() {
     assert_eq!(names, ["one_of_three", "two_of_three", "add_node"]);
     for r in &runs {
         assert!(r.acknowledged > 50, "{r:?}");
-        assert_eq!((r.lost, r.torn, r.false_acknowledgements), (0, 0, 0), "{r:?}");
+        assert_eq!(
+            (r.lost, r.lost_on_restarted_node, r.torn, r.false_acknowledgements),
+            (0, 0, 0, 0),
+            "{r:?}"
+        );
         let other: u64 = r.failed.iter().filter(|(k, _)| *k != "unavailable").map(|(_, n)| n).sum();
         assert_eq!(other, 0, "failures other than unavailability: {r:?}");
     }

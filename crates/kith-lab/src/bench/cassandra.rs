@@ -60,6 +60,10 @@ pub struct CassandraBenchArgs {
     /// Where to write the JSON results (default: bench/results/cassandra-<date>.json).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run only the fault trials, replacing the `faults` of the results file at `--out` (its
+    /// other figures, and their date and commit, stay; the trials get their own).
+    #[arg(long)]
+    trials_only: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -150,7 +154,42 @@ pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
+fn trials(runs: usize) -> Result<Vec<TrialRun>> {
+    if runs == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(kith_cassandra::trials::run(&TrialConfig {
+        runs,
+        progress: true,
+        base: std::net::Ipv4Addr::new(127, 0, 7, 1),
+        ..TrialConfig::default()
+    })?)
+}
+
+fn trials_only(args: &CassandraBenchArgs) -> Result<()> {
+    let out = args.out.clone().context("--trials-only needs --out, the results file to update")?;
+    let mut doc: serde_json::Value = match std::fs::read_to_string(&out) {
+        Ok(text) => {
+            serde_json::from_str(&text).with_context(|| format!("reading {}", out.display()))?
+        }
+        Err(_) => serde_json::json!({"benchmark": "cassandra"}),
+    };
+    let faults = trials(args.trial_runs)?;
+    doc["faults"] = serde_json::to_value(&faults)?;
+    doc["faults_date"] = serde_json::json!(utc_now());
+    doc["faults_commit"] = serde_json::json!(git_commit());
+    write_json(&out, &doc)?;
+    for t in &faults {
+        println!("{t:?}");
+    }
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
 pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
+    if args.trials_only {
+        return trials_only(&args);
+    }
     let datasets = args.datasets.clone().unwrap_or_else(datasets_dir);
     let dir = std::env::temp_dir().join(format!("kith-bench-cassandra-{}", std::process::id()));
     let cluster = LocalCluster::up(&ClusterConfig {
@@ -268,16 +307,7 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
         })
         .collect();
     drop(cluster);
-    let faults = if args.trial_runs > 0 {
-        kith_cassandra::trials::run(&TrialConfig {
-            runs: args.trial_runs,
-            progress: true,
-            base: std::net::Ipv4Addr::new(127, 0, 7, 1),
-            ..TrialConfig::default()
-        })?
-    } else {
-        Vec::new()
-    };
+    let faults = trials(args.trial_runs)?;
     let result = CassandraBench {
         benchmark: "cassandra",
         date: utc_now(),
