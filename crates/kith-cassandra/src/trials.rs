@@ -296,15 +296,7 @@ fn trials(cluster: &mut LocalCluster, config: &TrialConfig) -> Result<Vec<TrialR
     let mut out = Vec::new();
     for r in 0..config.runs {
         for trial in ["one_of_three", "two_of_three"] {
-            let options = CassandraOptions::new(cluster.hosts(), &format!("trial_{trial}_{r}"));
-            let (store, _) = build(
-                &options,
-                &graph,
-                &Layout::identity(graph.num_nodes()),
-                LayoutMeta::default(),
-                &BuildConfig { partition_users: 16, ..BuildConfig::default() },
-            )?;
-            let store = Arc::new(store);
+            let (options, store) = fresh_store(cluster, &format!("trial_{trial}_{r}"), &graph)?;
             say(config, format!("run {r}: {trial}"));
             let run = match trial {
                 "one_of_three" => one_of_three(cluster, config, &store, &uids, &options)?,
@@ -315,20 +307,25 @@ fn trials(cluster: &mut LocalCluster, config: &TrialConfig) -> Result<Vec<TrialR
         }
     }
     // Growing the cluster is done once: it leaves four nodes behind.
-    let options = CassandraOptions::new(cluster.hosts(), "trial_add_node");
-    let (store, _) = build(
-        &options,
-        &graph,
-        &Layout::identity(graph.num_nodes()),
-        LayoutMeta::default(),
-        &BuildConfig { partition_users: 16, ..BuildConfig::default() },
-    )?;
-    let store = Arc::new(store);
+    let (_, store) = fresh_store(cluster, "trial_add_node", &graph)?;
     say(config, "add_node".into());
     let run = add_node(cluster, config, &store, &uids)?;
     say(config, format!("{run:?}"));
     out.push(run);
     Ok(out)
+}
+
+/// A store of `graph` in a new keyspace of the trial cluster.
+fn fresh_store(
+    cluster: &LocalCluster,
+    keyspace: &str,
+    graph: &Graph,
+) -> Result<(CassandraOptions, Arc<CassandraStore>)> {
+    let options = CassandraOptions::new(cluster.hosts(), keyspace);
+    let layout = Layout::identity(graph.num_nodes());
+    let config = BuildConfig { partition_users: 16, ..BuildConfig::default() };
+    let (store, _) = build(&options, graph, &layout, LayoutMeta::default(), &config)?;
+    Ok((options, Arc::new(store)))
 }
 
 fn one_of_three(

@@ -56,6 +56,32 @@ pub struct Degree {
     pub followers: u64,
 }
 
+/// Checks a follow request's targets before any is looked up: 1 to
+/// [`MAX_FOLLOW_TARGETS`] of them, not the user, none named twice (the same errors whatever
+/// the engine).
+pub fn check_follow_targets(uid: u64, targets: &[u64]) -> Result<()> {
+    if targets.is_empty() {
+        return Err(Error::Invalid("no targets to follow".into()));
+    }
+    if targets.len() > MAX_FOLLOW_TARGETS {
+        return Err(Error::TooLarge {
+            what: "follow targets",
+            got: targets.len() as u64,
+            limit: MAX_FOLLOW_TARGETS as u64,
+        });
+    }
+    let mut seen = std::collections::HashSet::new();
+    for &t in targets {
+        if t == uid {
+            return Err(Error::SelfFollow(uid));
+        }
+        if !seen.insert(t) {
+            return Err(Error::AlreadyFollowing { uid, target: t });
+        }
+    }
+    Ok(())
+}
+
 /// The feed database.
 pub(crate) struct FeedDb {
     db: DB,
@@ -126,24 +152,11 @@ impl FeedDb {
         targets: &[u64],
         record: Option<&IdempotencyRecord>,
     ) -> Result<()> {
-        if targets.is_empty() {
-            return Err(Error::Invalid("no targets to follow".into()));
-        }
-        if targets.len() > MAX_FOLLOW_TARGETS {
-            return Err(Error::TooLarge {
-                what: "follow targets",
-                got: targets.len() as u64,
-                limit: MAX_FOLLOW_TARGETS as u64,
-            });
-        }
+        check_follow_targets(uid, targets)?;
         let _g = lock(&self.follow_lock);
         let mut batch = WriteBatch::default();
-        let mut seen = std::collections::HashSet::new();
         for &t in targets {
-            if t == uid {
-                return Err(Error::SelfFollow(uid));
-            }
-            if !seen.insert(t) || self.follows(uid, t)? {
+            if self.follows(uid, t)? {
                 return Err(Error::AlreadyFollowing { uid, target: t });
             }
             batch.put(key2(FOLLOWS, uid, t), []);

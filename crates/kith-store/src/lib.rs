@@ -82,7 +82,7 @@ mod write;
 // The storage seam and the values in its signatures.
 pub use engine::Engine;
 pub use error::{Error, Result};
-pub use feed_db::{Degree, MAX_FOLLOW_TARGETS};
+pub use feed_db::{Degree, MAX_FOLLOW_TARGETS, check_follow_targets};
 pub use feed_log::{IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
 pub use page::{FriendsPage, UsersCursor, UsersPage, friends_page};
 pub use paths::{DEFAULT_TRAVERSAL_BUDGET, MAX_NEIGHBORHOOD_HOPS, MAX_PATH_HOPS, Neighborhood};

@@ -3,13 +3,12 @@
 //! unfollow changes both directions (and its idempotency record, and a pending re-push) in
 //! one logged batch.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::PoisonError;
 
 use futures_util::StreamExt;
 use kith_store::{
-    Degree, Error as StoreError, IdempotencyRecord, MAX_FOLLOW_TARGETS, MAX_IDEMPOTENCY_KEY_BYTES,
-    Result,
+    Degree, Error as StoreError, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES, Result,
 };
 
 use super::rows::{key, uid};
@@ -77,25 +76,7 @@ impl CassandraStore {
         targets: &[u64],
         record: Option<&IdempotencyRecord>,
     ) -> Result<()> {
-        if targets.is_empty() {
-            return Err(StoreError::Invalid("no targets to follow".into()));
-        }
-        if targets.len() > MAX_FOLLOW_TARGETS {
-            return Err(StoreError::TooLarge {
-                what: "follow targets",
-                got: targets.len() as u64,
-                limit: MAX_FOLLOW_TARGETS as u64,
-            });
-        }
-        let mut seen = BTreeSet::new();
-        for &t in targets {
-            if t == uid {
-                return Err(StoreError::SelfFollow(uid));
-            }
-            if !seen.insert(t) {
-                return Err(StoreError::AlreadyFollowing { uid, target: t });
-            }
-        }
+        kith_store::check_follow_targets(uid, targets)?;
         let _one = self.follow_lock();
         self.wait(async {
             let followed = self.already(uid, targets).await?;

@@ -179,20 +179,10 @@ impl CassandraStore {
     /// advanced by a lightweight transaction (safe across processes).
     pub(crate) async fn allocate(&self, g: &Gen) -> Result<u64> {
         loop {
-            let rows = self
-                .session()
-                .execute_unpaged(&self.fixed.next_pos_get, (g.generation as i32,))
-                .await
-                .map_err(|e| driver("reading the position allocator", e))?
-                .into_rows_result()
-                .map_err(|e| bad_rows("allocator", e))?;
-            let next = rows
-                .maybe_first_row::<(Option<i64>,)>()
-                .map_err(|e| bad_rows("allocator", e))?
-                .and_then(|r| r.0)
-                .ok_or_else(|| {
-                    corrupt(format!("generation {}", g.generation), "no position allocator".into())
-                })?;
+            let next = self.stored_next_pos(g).await?.ok_or_else(|| {
+                corrupt(format!("generation {}", g.generation), "no position allocator".into())
+            })?;
+            let next = i(next);
             let rows = self
                 .session()
                 .execute_unpaged(&self.fixed.next_pos_cas, (next + 1, g.generation as i32, next))
@@ -222,6 +212,11 @@ impl CassandraStore {
 
     /// The allocator's next position in generation `g` (every user's position is below it).
     pub(crate) async fn next_pos(&self, g: &Gen) -> Result<u64> {
+        Ok(self.stored_next_pos(g).await?.unwrap_or(0))
+    }
+
+    /// The allocator row's next position, if the row has one.
+    async fn stored_next_pos(&self, g: &Gen) -> Result<Option<u64>> {
         let rows = self
             .session()
             .execute_unpaged(&self.fixed.next_pos_get, (g.generation as i32,))
@@ -233,7 +228,7 @@ impl CassandraStore {
             .maybe_first_row::<(Option<i64>,)>()
             .map_err(|e| bad_rows("allocator", e))?
             .and_then(|r| r.0)
-            .map_or(0, u))
+            .map(u))
     }
 }
 
