@@ -83,6 +83,8 @@ pub struct TrialRun {
     pub acknowledged: u64,
     /// Writes that failed, by the store error's kind (`unavailable`, …).
     pub failed: BTreeMap<String, u64>,
+    /// The first few failures' messages, as clients saw them.
+    pub failure_samples: Vec<String>,
     /// Acknowledged writes not found afterwards at QUORUM with every node up (goal 0).
     pub lost: u64,
     /// `one_of_three`: acknowledged writes the restarted node did not hold on its own once the
@@ -118,6 +120,7 @@ struct Attempt {
     acked: bool,
     started: Instant,
     failed: Option<&'static str>,
+    message: Option<String>,
 }
 
 /// Clients writing until stopped.
@@ -169,11 +172,19 @@ impl Load {
                             (Key::Pair(a.min(b), a.max(b)), u64::from(add), r.map(|_| ()))
                         };
                         let failed = result.as_ref().err().map(kind);
+                        let message = result.as_ref().err().map(ToString::to_string);
                         if failed.is_some() {
                             // A client backs off a little after a failure.
                             std::thread::sleep(Duration::from_millis(20));
                         }
-                        log.push(Attempt { key, value, acked: result.is_ok(), started, failed });
+                        log.push(Attempt {
+                            key,
+                            value,
+                            acked: result.is_ok(),
+                            started,
+                            failed,
+                            message,
+                        });
                     }
                     log
                 })
@@ -197,6 +208,9 @@ fn tally(run: &mut TrialRun, attempts: &[Attempt]) {
     for a in attempts {
         if let Some(k) = a.failed {
             *run.failed.entry(k.to_string()).or_default() += 1;
+            if run.failure_samples.len() < 5 {
+                run.failure_samples.extend(a.message.clone());
+            }
             first = Some(first.map_or(a.started, |f| f.min(a.started)));
             last = Some(last.map_or(a.started, |l| l.max(a.started)));
         }
