@@ -101,7 +101,7 @@ pub use io::measure;
 pub use meta::LayoutMeta;
 pub use options::{CacheMode, DEFAULT_CHUNK_BYTES, OpenOptions};
 pub use page_model::paged_config;
-pub use relayout::NewLayout;
+pub use relayout::{NewLayout, relayout_order};
 pub use status::dir_bytes;
 pub use store::Store;
 

@@ -15,6 +15,29 @@ use crate::record;
 use crate::status::la_cost_of;
 use crate::store::Store;
 
+/// The order a relayout writes: `layout` (computed on `before`) mapped onto the graph `now`
+/// read under the writers' lock, then every user who arrived since, in `now_order` (their
+/// current order). Returns the order and how many users the layout placed. Every engine's
+/// relayout uses it.
+pub fn relayout_order(
+    before: &kith_graph::Graph,
+    layout: &Layout,
+    now: &kith_graph::Graph,
+    now_order: &[VertexId],
+) -> (Vec<VertexId>, u64) {
+    let mut order: Vec<VertexId> = Vec::with_capacity(now.num_nodes());
+    let mut placed = vec![false; now.num_nodes()];
+    for &v in layout.order() {
+        if let Some(w) = now.dense_id(before.original_id(v)) {
+            order.push(w);
+            placed[w as usize] = true;
+        }
+    }
+    let laid = order.len() as u64;
+    order.extend(now_order.iter().copied().filter(|&w| !placed[w as usize]));
+    (order, laid)
+}
+
 /// How `relayout` orders users.
 #[derive(Debug)]
 pub enum NewLayout<'a> {
@@ -70,21 +93,7 @@ impl Store {
         let t1 = std::time::Instant::now();
         let _exclusive = self.writers.write().unwrap_or_else(PoisonError::into_inner);
         let now = self.graph()?;
-        // The computed order, then anyone who arrived since, in their current order.
-        let mut order: Vec<VertexId> = Vec::with_capacity(now.graph.num_nodes());
-        let mut placed = vec![false; now.graph.num_nodes()];
-        for &v in layout.order() {
-            if let Some(w) = now.graph.dense_id(before.graph.original_id(v)) {
-                order.push(w);
-                placed[w as usize] = true;
-            }
-        }
-        let laid = order.len() as u64;
-        for &w in &now.order {
-            if !placed[w as usize] {
-                order.push(w);
-            }
-        }
+        let (order, laid) = relayout_order(&before.graph, &layout, &now.graph, &now.order);
         let old = now.generation;
         let new_generation = old
             .checked_add(1)

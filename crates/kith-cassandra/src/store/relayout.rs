@@ -146,21 +146,8 @@ impl CassandraStore {
         let _exclusive = self.writers.write().unwrap_or_else(PoisonError::into_inner);
         let old = self.gen_now();
         let now = self.wait(self.read_graph(&old))?;
-        // The computed order, then anyone who arrived since, in their current order.
-        let mut order: Vec<VertexId> = Vec::with_capacity(now.graph.num_nodes());
-        let mut placed = vec![false; now.graph.num_nodes()];
-        for &v in layout.order() {
-            if let Some(w) = now.graph.dense_id(before.graph.original_id(v)) {
-                order.push(w);
-                placed[w as usize] = true;
-            }
-        }
-        let laid = order.len() as u64;
-        for w in now.order() {
-            if !placed[w as usize] {
-                order.push(w);
-            }
-        }
+        let (order, laid) =
+            kith_store::relayout_order(&before.graph, &layout, &now.graph, &now.order());
         let k = partition_users.unwrap_or(old.partition_users).max(1);
         let generation = old
             .generation
