@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::schema;
+use crate::store::copies::needed_copies;
 use crate::store::rows::key;
 use crate::store::{
     CassandraOptions, CassandraStore, DATA_CHUNK_BYTES, Fixed, GenStatements, Writes, i,
@@ -27,6 +28,9 @@ pub struct BuildConfig {
     /// Users per partition: runs of this many consecutive layout positions share one
     /// partition. 1 is one partition per user (`hash`, a Cassandra user's default).
     pub partition_users: u64,
+    /// Friend copies: a partition holding at most this many of a user's friends is read from
+    /// copies in the user's own partition (0: none); see `docs/cassandra.md`.
+    pub friend_copies: u32,
     /// Data block sizes.
     pub data: DataSpec,
     /// Seed of profiles and data.
@@ -42,6 +46,7 @@ impl Default for BuildConfig {
     fn default() -> BuildConfig {
         BuildConfig {
             partition_users: 1,
+            friend_copies: 0,
             data: DataSpec::Fixed(40),
             seed: 1,
             replication: None,
@@ -59,6 +64,8 @@ pub struct BuildReport {
     pub friend_entries: u64,
     /// Partitions of the profile table.
     pub partitions: u64,
+    /// Friend copies written (profile rows besides the users' own).
+    pub copies: u64,
     /// Seconds writing rows (schema excluded).
     pub load_seconds: f64,
     /// Users per second while writing rows.
@@ -140,6 +147,22 @@ pub fn build(
         let n = graph.num_nodes();
         let k = config.partition_users;
         let progress = crate::progress::bar(config.progress, n as u64, "writing users");
+        // Friends by position, and the copies they call for.
+        let by_pos: Vec<Vec<u64>> = (0..n)
+            .map(|p| {
+                let v = layout.order()[p];
+                graph.neighbors(v).iter().map(|&f| u64::from(layout.position(f))).collect()
+            })
+            .collect();
+        let copied_to =
+            needed_copies(n, |p| &by_pos[p], |p| (p / k) as i64, config.friend_copies);
+        let mut copies_in: Vec<Vec<u64>> = vec![Vec::new(); n.div_ceil(k as usize)];
+        for (p, parts) in copied_to.iter().enumerate() {
+            for &part in parts {
+                copies_in[part as usize].push(p as u64);
+            }
+        }
+        let copies = copies_in.iter().map(|c| c.len() as u64).sum::<u64>();
         // Index rows: one partition each, written individually, many in flight.
         let entries = (0..n).map(|p| {
             let v = layout.order()[p];
@@ -150,21 +173,21 @@ pub fn build(
                 .map(|&f| (key(graph.original_id(f)), i64::from(layout.position(f))))
                 .collect();
             let bytes = config.data.size_of(uid, config.seed);
-            (uid, p as i64, bytes as i64, friends)
+            (uid, p as i64, bytes as i64, friends, copied_to[p].clone())
         });
         let st_ref = &st;
         let session_ref = &session;
         stream::iter(entries)
-            .map(|(uid, pos, bytes, friends)| async move {
+            .map(|(uid, pos, bytes, friends, copied)| async move {
                 session_ref
-                    .execute_unpaged(&st_ref.index_load, (key(uid), pos, bytes, friends))
+                    .execute_unpaged(&st_ref.index_load, (key(uid), pos, bytes, friends, copied))
                     .await
                     .map_err(|e| Error::Store(crate::error::driver("writing an index row", e)))
             })
             .buffer_unordered(IN_FLIGHT)
             .try_for_each(|_| async { Ok(()) })
             .await?;
-        // Profiles and data: one unlogged batch per partition (split if large).
+        // Profiles, copies and data: one unlogged batch per partition (split if large).
         let parts = (n as u64).div_ceil(k);
         let batches = (0..parts).flat_map(|part| {
             let mut out = Vec::new();
@@ -182,6 +205,16 @@ pub fn build(
                     bytes += chunk.len();
                     w.push(&st.data_put, (part as i64, i(p), c as i32, chunk.to_vec()));
                 }
+                if bytes > 1 << 20 {
+                    out.push((std::mem::replace(&mut w, Writes::unlogged()), 0u64));
+                    bytes = 0;
+                }
+            }
+            for &p in &copies_in[part as usize] {
+                let uid = graph.original_id(layout.order()[p as usize]);
+                let profile = synthetic_profile(uid, config.seed).encode().expect("synthetic profiles fit");
+                bytes += profile.len();
+                w.push(&st.user_put, (part as i64, i(p), key(uid), profile));
                 if bytes > 1 << 20 {
                     out.push((std::mem::replace(&mut w, Writes::unlogged()), 0u64));
                     bytes = 0;
@@ -206,10 +239,10 @@ pub fn build(
         session
             .query_unpaged(
                 format!(
-                    "INSERT INTO {ks}.generations (generation, partition_users, layout, next_pos, created_ms) \
-                     VALUES (1, ?, ?, ?, ?)"
+                    "INSERT INTO {ks}.generations (generation, partition_users, friend_copies, layout, next_pos, created_ms) \
+                     VALUES (1, ?, ?, ?, ?, ?)"
                 ),
-                (k as i64, meta, n as i64, created_ms),
+                (k as i64, config.friend_copies as i32, meta, n as i64, created_ms),
             )
             .await
             .map_err(|e| Error::Store(crate::error::driver("writing the generation's row", e)))?;
@@ -226,6 +259,7 @@ pub fn build(
             users: n as u64,
             friend_entries: (0..n as u32).map(|v| graph.neighbors(v).len() as u64).sum(),
             partitions: parts,
+            copies,
             load_seconds,
             users_per_second: n as f64 / load_seconds.max(1e-9),
             schema_seconds,

@@ -3,12 +3,15 @@
 //!
 //! Users live in three tables per layout generation `N`:
 //!
-//! - `index_gN (uid) → pos, data_bytes, friends map<uid, pos>`: where a user is and whom it
-//!   befriends, with each friend's position, so "list all friends" needs no lookup per friend;
+//! - `index_gN (uid) → pos, data_bytes, friends map<uid, pos>, copied_to set<part>`: where a
+//!   user is and whom it befriends, with each friend's position, so "list all friends" needs
+//!   no lookup per friend, and the partitions holding a copy of its profile;
 //! - `users_gN ((part), pos) → uid, profile`: profiles, partitioned by runs of
 //!   `partition_users` consecutive layout positions (`part = pos / partition_users`) and
 //!   clustered by position, so a run of friends in the layout is one slice of one partition;
 //!   `partition_users = 1` is one partition per user, what a Cassandra user writes by default;
+//!   a partition also holds copies of its users' lone friends' profiles at the friends' own
+//!   positions (outside its run), see [`crate::store::copies`];
 //! - `data_gN ((part), pos, chunk) → bytes`: data blocks, placed like the profiles.
 //!
 //! The rest does not depend on the layout: the store's row (`store`: format and the current
@@ -34,7 +37,8 @@ use crate::error::{Error, Result};
 pub const DEFAULT_KEYSPACE: &str = "kith";
 
 /// The store's format on Cassandra; a newer one is refused.
-pub(crate) const FORMAT: i32 = 1;
+/// Format 2 added friend copies (`generations.friend_copies`, `index_gN.copied_to`).
+pub(crate) const FORMAT: i32 = 2;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
 /// 2 s for writes and 5 s for reads, come first).
@@ -179,7 +183,7 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.generations (generation int PRIMARY KEY, \
-             partition_users bigint, layout text, next_pos bigint, created_ms bigint)"
+             partition_users bigint, friend_copies int, layout text, next_pos bigint, created_ms bigint)"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.follows (uid bigint, target bigint, PRIMARY KEY (uid, target))"
@@ -217,7 +221,7 @@ fn generation_tables_plain(ks: &str, generation: u32) -> Vec<String> {
     vec![
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.index_g{generation} (uid bigint PRIMARY KEY, pos bigint, \
-             data_bytes bigint, friends map<bigint, bigint>)"
+             data_bytes bigint, friends map<bigint, bigint>, copied_to set<bigint>)"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.users_g{generation} (part bigint, pos bigint, uid bigint, \

@@ -68,3 +68,56 @@ pub fn keyspace(tag: &str) -> String {
         .map_or(0, |d| d.subsec_nanos());
     format!("t_{tag}_{}_{}_{:x}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed), nanos)
 }
+
+/// Checks "list all friends' profiles" of every user of `store` against its own per-friend
+/// reads and a brute-force count of the partitions it should read (friends in a partition
+/// holding at most `friend_copies` of them, not the user's own, come from copies in the
+/// user's partition), and that every copy it needed was there. Returns the copies read.
+///
+/// # Panics
+/// On the first user that disagrees, naming it.
+pub fn check_friends_profiles(store: &crate::CassandraStore) -> usize {
+    use kith_store::Engine;
+    let stored = store.graph().expect("reading the stored graph");
+    let k = store.partition_users();
+    let limit = store.friend_copies() as usize;
+    let mut copies = 0;
+    for v in 0..stored.graph.num_nodes() as u32 {
+        let uid = stored.graph.original_id(v);
+        let got = store.friends_profiles(uid).expect("friends' profiles");
+        let mut want: Vec<(u64, u64, kith_store::Profile)> = stored
+            .graph
+            .neighbors(v)
+            .iter()
+            .map(|&f| {
+                let f_uid = stored.graph.original_id(f);
+                (stored.position[f as usize], f_uid, store.get_profile(f_uid).expect("profile"))
+            })
+            .collect();
+        want.sort_by_key(|w| w.0);
+        let want: Vec<(u64, kith_store::Profile)> = want.into_iter().map(|w| (w.1, w.2)).collect();
+        assert_eq!(got.profiles, want, "friends' profiles of {uid}");
+        let own = stored.position[v as usize] / k;
+        let mut count = std::collections::BTreeMap::<u64, usize>::new();
+        for &f in stored.graph.neighbors(v) {
+            *count.entry(stored.position[f as usize] / k).or_default() += 1;
+        }
+        let mut read = std::collections::BTreeSet::new();
+        let mut copied = 0;
+        for (&q, &c) in &count {
+            if q != own && c <= limit {
+                read.insert(own);
+                copied += c;
+            } else {
+                read.insert(q);
+            }
+        }
+        assert_eq!(
+            (got.partitions, got.copies, got.requests),
+            (read.len(), copied, 1 + read.len()),
+            "partitions, copies and requests of {uid}"
+        );
+        copies += got.copies;
+    }
+    copies
+}

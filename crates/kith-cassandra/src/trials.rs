@@ -337,7 +337,7 @@ fn fresh_store(
 ) -> Result<(CassandraOptions, Arc<CassandraStore>)> {
     let options = CassandraOptions::new(cluster.hosts(), keyspace);
     let layout = Layout::identity(graph.num_nodes());
-    let config = BuildConfig { partition_users: 16, ..BuildConfig::default() };
+    let config = BuildConfig { partition_users: 16, friend_copies: 1, ..BuildConfig::default() };
     let (store, _) = build(&options, graph, &layout, LayoutMeta::default(), &config)?;
     Ok((options, Arc::new(store)))
 }

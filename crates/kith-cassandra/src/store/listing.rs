@@ -18,64 +18,103 @@ pub struct FriendsProfiles {
     pub profiles: Vec<(u64, Profile)>,
     /// Partitions of the profile table read (one request each), besides the user's own row.
     pub partitions: usize,
-    /// Requests sent in all: the user's index row, then one per partition.
+    /// Friends read from copies in the user's own partition.
+    pub copies: usize,
+    /// Requests sent in all: the user's index row, one per partition, and one per copy that
+    /// was not there yet.
     pub requests: usize,
 }
 
 impl CassandraStore {
     /// Bondhu's "list all friends" on the cluster: the user's index row (its friends with
     /// their positions), then every friend's profile, one request per partition holding any
-    /// (`pos IN (…)` inside it), in flight together.
+    /// (`pos IN (…)` inside it), in flight together. Friends read from copies (see
+    /// [`super::copies`]) are asked of the user's own partition; a copy not there is read
+    /// from the friend's own partition after.
     pub fn friends_profiles(&self, uid: u64) -> Result<FriendsProfiles> {
         let g = self.generation_now()?;
         self.wait(async {
             let e = self.existing(&g, uid).await?;
+            let copied = g.copied_parts(e.pos, &e.friends);
+            let own = g.part(e.pos);
             let mut by_part: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+            let mut copies = 0;
             for &(_, pos) in &e.friends {
-                by_part.entry(g.part(pos)).or_default().push(i(pos));
+                let q = g.part(pos);
+                let from = if copied.contains(&q) {
+                    copies += 1;
+                    own
+                } else {
+                    q
+                };
+                by_part.entry(from).or_default().push(i(pos));
             }
             let partitions = by_part.len();
             let g = &g;
             let mut rows: Vec<(u64, u64, Profile)> = stream::iter(by_part)
-                .map(|(part, positions)| async move {
-                    let rows = self
-                        .session()
-                        .execute_unpaged(&g.st.users_in, (part, positions))
-                        .await
-                        .map_err(|e| driver("reading friends' profiles", e))?
-                        .into_rows_result()
-                        .map_err(|e| bad_rows("profiles", e))?;
-                    let mut out = Vec::new();
-                    for row in
-                        rows.rows::<(i64, i64, Vec<u8>)>().map_err(|e| bad_rows("profiles", e))?
-                    {
-                        let (pos, k, bytes) = row.map_err(|e| bad_rows("profiles", e))?;
-                        let p =
-                            Profile::decode_stored(&bytes, &format!("profile at position {pos}"))?;
-                        out.push((u(pos), self::uid(k), p));
-                    }
-                    Ok::<_, StoreError>(out)
-                })
+                .map(|(part, positions)| async move { self.profiles_in(g, part, positions).await })
                 .buffer_unordered(FAN)
                 .try_concat()
                 .await?;
             rows.sort_unstable_by_key(|r| r.0);
+            let mut requests = 1 + partitions;
             if rows.len() != e.friends.len() {
-                return Err(corrupt(
-                    format!("friends of user {uid}"),
-                    format!(
-                        "{} friends indexed, {} profiles found at their positions",
-                        e.friends.len(),
-                        rows.len()
-                    ),
-                ));
+                // Copies not made yet: read those friends where they live.
+                let mut missing = Vec::new();
+                let got: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.0).collect();
+                for &(f, pos) in e.friends.iter().filter(|(_, p)| !got.contains(p)) {
+                    if copied.contains(&g.part(pos)) {
+                        missing.push((f, pos));
+                    } else {
+                        return Err(corrupt(
+                            format!("profile at position {pos} of generation {}", g.generation),
+                            format!("missing for indexed user {f}"),
+                        ));
+                    }
+                }
+                requests += missing.len();
+                let found: Vec<(u64, u64, Profile)> =
+                    stream::iter(missing)
+                        .map(|(f, pos)| async move {
+                            self.profile_of(g, f, pos).await.map(|p| (pos, f, p))
+                        })
+                        .buffer_unordered(FAN)
+                        .try_collect()
+                        .await?;
+                rows.extend(found);
+                rows.sort_unstable_by_key(|r| r.0);
             }
             Ok(FriendsProfiles {
                 profiles: rows.into_iter().map(|(_, f, p)| (f, p)).collect(),
                 partitions,
-                requests: 1 + partitions,
+                copies,
+                requests,
             })
         })
+    }
+
+    /// The profiles at `positions` in partition `part` (the users placed there, or copies),
+    /// as (position, uid, profile).
+    async fn profiles_in(
+        &self,
+        g: &Gen,
+        part: i64,
+        positions: Vec<i64>,
+    ) -> Result<Vec<(u64, u64, Profile)>> {
+        let rows = self
+            .session()
+            .execute_unpaged(&g.st.users_in, (part, positions))
+            .await
+            .map_err(|e| driver("reading friends' profiles", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("profiles", e))?;
+        let mut out = Vec::new();
+        for row in rows.rows::<(i64, i64, Vec<u8>)>().map_err(|e| bad_rows("profiles", e))? {
+            let (pos, k, bytes) = row.map_err(|e| bad_rows("profiles", e))?;
+            let p = Profile::decode_stored(&bytes, &format!("profile at position {pos}"))?;
+            out.push((u(pos), self::uid(k), p));
+        }
+        Ok(out)
     }
 
     /// Users (position, uid, profile) at positions above `after` (all from the start for
@@ -96,12 +135,17 @@ impl CassandraStore {
             let parts: Vec<u64> = (first..=last).collect();
             let chunks: Vec<Vec<(u64, u64, Profile)>> = stream::iter(parts.iter().copied())
                 .map(|part| {
-                    let bound = if part == first { i(from) - 1 } else { -1 };
+                    // Only the partition's own run: copies of other users sit outside it.
+                    let lo = if part == first { from } else { part * g.partition_users };
+                    let hi = (part + 1) * g.partition_users;
                     let want = (limit - out.len()) as i32;
                     async move {
                         let rows = self
                             .session()
-                            .execute_unpaged(&g.st.users_after, (part as i64, bound, want))
+                            .execute_unpaged(
+                                &g.st.users_after,
+                                (part as i64, i(lo) - 1, i(hi), want),
+                            )
                             .await
                             .map_err(|e| driver("listing users", e))?
                             .into_rows_result()

@@ -2,6 +2,7 @@
 //! parts share (the current generation and its prepared statements, per-user locks, the
 //! runtime the blocking `Engine` calls run the driver on).
 
+pub(crate) mod copies;
 mod engine;
 mod feed;
 pub(crate) mod listing;
@@ -11,10 +12,10 @@ pub(crate) mod rows;
 mod statements;
 mod users;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
@@ -70,6 +71,9 @@ pub(crate) struct Gen {
     pub generation: u32,
     /// Users per partition of `users_g*` and `data_g*`: `part = pos / partition_users`.
     pub partition_users: u64,
+    /// A partition holding at most this many of a user's friends is read from copies in the
+    /// user's own partition (0: no copies); see [`copies`].
+    pub friend_copies: u32,
     pub layout: LayoutMeta,
     pub st: GenStatements,
 }
@@ -77,6 +81,16 @@ pub(crate) struct Gen {
 impl Gen {
     pub(crate) fn part(&self, pos: u64) -> i64 {
         (pos / self.partition_users) as i64
+    }
+
+    /// The partitions whose friends (of the user at `pos`, `friends` being (uid, position))
+    /// are read from copies in the user's own partition.
+    pub(crate) fn copied_parts(&self, pos: u64, friends: &[(u64, u64)]) -> BTreeSet<i64> {
+        copies::copied_parts(
+            self.part(pos),
+            friends.iter().map(|&(_, p)| self.part(p)),
+            self.friend_copies,
+        )
     }
 }
 
@@ -106,6 +120,8 @@ pub struct CassandraStore {
     writers: RwLock<()>,
     /// When the store's row was last read for a switch made elsewhere.
     checked: Mutex<Instant>,
+    /// The last client timestamp this process gave a profile write (microseconds).
+    last_stamp: AtomicI64,
 }
 
 impl fmt::Debug for CassandraStore {
@@ -177,6 +193,7 @@ impl CassandraStore {
             traversal_budget: options.traversal_budget,
             writers: RwLock::new(()),
             checked: Mutex::new(Instant::now()),
+            last_stamp: AtomicI64::new(0),
         };
         store.load_degrees()?;
         Ok(store)
@@ -195,6 +212,11 @@ impl CassandraStore {
     /// Users per partition in the current generation (1: one partition per user).
     pub fn partition_users(&self) -> u64 {
         self.gen_now().partition_users
+    }
+
+    /// The current generation's friend-copy limit (0: no copies).
+    pub fn friend_copies(&self) -> u32 {
+        self.gen_now().friend_copies
     }
 
     /// How the current layout was made.
@@ -242,6 +264,27 @@ impl CassandraStore {
         }
     }
 
+    /// A client timestamp for a profile write: the clock in microseconds (Cassandra's unit),
+    /// strictly after the last one this process gave.
+    pub(crate) fn stamp(&self) -> i64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        let mut last = self.last_stamp.load(Ordering::Relaxed);
+        loop {
+            let next = now.max(last + 1);
+            match self.last_stamp.compare_exchange_weak(
+                last,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return next,
+                Err(seen) => last = seen,
+            }
+        }
+    }
+
     /// Locks the stripes of `uids` in ascending stripe order.
     pub(crate) fn lock_users(
         &self,
@@ -273,9 +316,9 @@ pub(crate) async fn load_generation(
         .map_err(|e| driver("reading the generation's row", e))?
         .into_rows_result()
         .map_err(|e| Error::Cluster(e.to_string()))?
-        .maybe_first_row::<(Option<i64>, Option<String>)>()
+        .maybe_first_row::<(Option<i64>, Option<i32>, Option<String>)>()
         .map_err(|e| Error::Cluster(e.to_string()))?;
-    let Some((Some(partition_users), Some(layout))) = row else {
+    let Some((Some(partition_users), friend_copies, Some(layout))) = row else {
         return Err(Error::Cluster(format!("keyspace {ks}: generation {generation} has no row")));
     };
     let layout: LayoutMeta = serde_json::from_str(&layout).map_err(|e| {
@@ -287,7 +330,13 @@ pub(crate) async fn load_generation(
         )));
     }
     let st = GenStatements::prepare(session, ks, generation).await?;
-    Ok(Gen { generation, partition_users: partition_users as u64, layout, st })
+    Ok(Gen {
+        generation,
+        partition_users: partition_users as u64,
+        friend_copies: friend_copies.unwrap_or(0).max(0) as u32,
+        layout,
+        st,
+    })
 }
 
 /// A batch and its values, built statement by statement.
@@ -330,6 +379,13 @@ impl Writes {
         self.values.len()
     }
 
+    /// Stamps every write of the batch with `micros` (a client timestamp) instead of the
+    /// coordinator's clock.
+    pub(crate) fn at(mut self, micros: i64) -> Writes {
+        self.batch.set_timestamp(Some(micros));
+        self
+    }
+
     /// Runs the batch (nothing if empty); `what` names it in errors.
     pub(crate) async fn run(self, session: &Session, what: &str) -> Result<(), StoreError> {
         if self.values.is_empty() {
@@ -337,10 +393,11 @@ impl Writes {
         }
         if self.values.len() == 1 {
             // One statement needs no batch (and no batch log).
-            let statement = match &self.batch.statements[0] {
+            let mut statement = match &self.batch.statements[0] {
                 scylla::statement::batch::BatchStatement::PreparedStatement(p) => p.clone(),
                 _ => unreachable!("only prepared statements are pushed"),
             };
+            statement.set_timestamp(self.batch.get_timestamp());
             session
                 .execute_unpaged(&statement, &self.values[0])
                 .await

@@ -59,6 +59,10 @@ pub struct RelayoutReport {
     pub appended: u64,
     /// Users per partition in the new generation.
     pub partition_users: u64,
+    /// The new generation's friend-copy limit.
+    pub friend_copies: u32,
+    /// Friend copies written.
+    pub copies: u64,
     /// Seconds computing the layout (writers not paused).
     pub compute_seconds: f64,
     /// Seconds copying rows (this process's writers paused, readers not).
@@ -115,12 +119,13 @@ impl CassandraStore {
         })
     }
 
-    /// Writes the users in a new order (and `partition_users` per partition, or the current
-    /// number) as the next generation and switches to it.
+    /// Writes the users in a new order (with `partition_users` per partition and
+    /// `friend_copies`, or the current ones) as the next generation and switches to it.
     pub fn relayout(
         &self,
         new: NewLayout<'_>,
         partition_users: Option<u64>,
+        friend_copies: Option<u32>,
         progress: bool,
     ) -> Result<RelayoutReport> {
         let t0 = Instant::now();
@@ -149,6 +154,7 @@ impl CassandraStore {
         let (order, laid) =
             kith_store::relayout_order(&before.graph, &layout, &now.graph, &now.order());
         let k = partition_users.unwrap_or(old.partition_users).max(1);
+        let copies = friend_copies.unwrap_or(old.friend_copies);
         let generation = old
             .generation
             .checked_add(1)
@@ -157,8 +163,11 @@ impl CassandraStore {
         meta.written_unix = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let next =
-            self.wait(self.copy_generation(&old, &now, &order, generation, k, &meta, progress))?;
+        let next = self.wait(
+            self.copy_generation(&old, &now, &order, generation, k, copies, &meta, progress),
+        )?;
+        let copies_written = next.1;
+        let next = next.0;
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         // The generation before the old one is no longer read by anyone.
         if old.generation > 1 {
@@ -177,6 +186,8 @@ impl CassandraStore {
             users: laid,
             appended: order.len() as u64 - laid,
             partition_users: k,
+            friend_copies: copies,
+            copies: copies_written,
             compute_seconds,
             rewrite_seconds: t1.elapsed().as_secs_f64(),
         })
@@ -190,9 +201,10 @@ impl CassandraStore {
         order: &[VertexId],
         generation: u32,
         partition_users: u64,
+        friend_copies: u32,
         meta: &LayoutMeta,
         progress: bool,
-    ) -> Result<Gen> {
+    ) -> Result<(Gen, u64)> {
         let ks = &self.keyspace;
         let session = self.session();
         for cql in schema::generation_tables(ks, generation) {
@@ -207,8 +219,19 @@ impl CassandraStore {
             p
         };
         let graph = &now.graph;
+        let by_pos: Vec<Vec<u64>> = order
+            .iter()
+            .map(|&v| graph.neighbors(v).iter().map(|&f| new_pos[f as usize]).collect())
+            .collect();
+        let copied_to = super::copies::needed_copies(
+            order.len(),
+            |p| &by_pos[p],
+            |p| (p / partition_users) as i64,
+            friend_copies,
+        );
+        let copies = copied_to.iter().map(|c| c.len() as u64).sum::<u64>();
         let bar = crate::progress::bar(progress, order.len() as u64, "copying users");
-        let (st, new_pos, bar) = (&st, &new_pos, &bar);
+        let (st, new_pos, bar, copied_to) = (&st, &new_pos, &bar, &copied_to);
         stream::iter(order.iter().copied())
             .map(|v| async move {
                 let who = graph.original_id(v);
@@ -245,16 +268,27 @@ impl CassandraStore {
                         .map(|(c, r)| r.map(|(b,)| (c as i32, b)).map_err(|e| bad_rows("data", e)))
                         .collect::<Result<_, StoreError>>()?
                 };
+                let copied = &copied_to[to as usize];
                 let mut w = Writes::unlogged();
-                w.push(&st.user_put, (to_part, i(to), key(who), profile));
+                w.push(&st.user_put, (to_part, i(to), key(who), profile.clone()));
                 for (c, bytes) in chunks {
                     w.push(&st.data_put, (to_part, i(to), c, bytes));
                 }
                 w.run(session, "copying a user's profile and data").await?;
+                // Friend copies, each in its own partition.
+                stream::iter(copied.iter().copied())
+                    .map(|part| {
+                        session
+                            .execute_unpaged(&st.user_put, (part, i(to), key(who), profile.clone()))
+                    })
+                    .buffer_unordered(8)
+                    .map_err(|e| driver("writing a friend copy", e))
+                    .try_for_each(|_| async { Ok(()) })
+                    .await?;
                 session
                     .execute_unpaged(
                         &st.index_load,
-                        (key(who), i(to), i(now.data_bytes[v as usize]), friends),
+                        (key(who), i(to), i(now.data_bytes[v as usize]), friends, copied.clone()),
                     )
                     .await
                     .map_err(|e| driver("writing an index row", e))?;
@@ -272,10 +306,17 @@ impl CassandraStore {
         session
             .query_unpaged(
                 format!(
-                    "INSERT INTO {ks}.generations (generation, partition_users, layout, next_pos, created_ms) \
-                     VALUES (?, ?, ?, ?, ?)"
+                    "INSERT INTO {ks}.generations (generation, partition_users, friend_copies, layout, next_pos, created_ms) \
+                     VALUES (?, ?, ?, ?, ?, ?)"
                 ),
-                (generation as i32, partition_users as i64, layout, order.len() as i64, created_ms),
+                (
+                    generation as i32,
+                    partition_users as i64,
+                    friend_copies as i32,
+                    layout,
+                    order.len() as i64,
+                    created_ms,
+                ),
             )
             .await
             .map_err(|e| driver("writing the new generation's row", e))?;
@@ -292,7 +333,7 @@ impl CassandraStore {
                 found.unwrap_or(0)
             )));
         }
-        load_generation(session, &self.fixed, ks, generation).await
+        Ok((load_generation(session, &self.fixed, ks, generation).await?, copies))
     }
 
     /// Follows a switch made by another process: re-reads the store's row at most once a

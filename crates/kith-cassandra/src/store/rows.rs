@@ -2,7 +2,7 @@
 //! positions), a probe of one friend in it, its profile and data block by placement, the
 //! position allocator and the claim of a new user's row (lightweight transactions).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kith_store::{Error as StoreError, Profile, Result};
 
@@ -32,6 +32,8 @@ pub(crate) struct Entry {
     pub data_bytes: Option<u64>,
     /// (friend uid, friend position), ascending by uid.
     pub friends: Vec<(u64, u64)>,
+    /// Partitions holding a copy of the user's profile, ascending.
+    pub copied_to: Vec<i64>,
 }
 
 /// What a probe of one user's row tells about one friend.
@@ -64,15 +66,25 @@ impl CassandraStore {
             .into_rows_result()
             .map_err(|e| bad_rows("index row", e))?;
         let row = rows
-            .maybe_first_row::<(Option<i64>, Option<i64>, Option<BTreeMap<i64, i64>>)>()
+            .maybe_first_row::<(
+                Option<i64>,
+                Option<i64>,
+                Option<BTreeMap<i64, i64>>,
+                Option<BTreeSet<i64>>,
+            )>()
             .map_err(|e| bad_rows("index row", e))?;
-        let Some((pos, data_bytes, friends)) = row else { return Ok(None) };
+        let Some((pos, data_bytes, friends, copied_to)) = row else { return Ok(None) };
         let pos =
             pos.ok_or_else(|| corrupt(format!("index row of user {uid}"), "no position".into()))?;
         let mut friends: Vec<(u64, u64)> =
             friends.unwrap_or_default().into_iter().map(|(k, p)| (self::uid(k), u(p))).collect();
         friends.sort_unstable();
-        Ok(Some(Entry { pos: u(pos), data_bytes: data_bytes.map(u), friends }))
+        Ok(Some(Entry {
+            pos: u(pos),
+            data_bytes: data_bytes.map(u),
+            friends,
+            copied_to: copied_to.unwrap_or_default().into_iter().collect(),
+        }))
     }
 
     /// The user's row, refusing a user that does not exist (or is only claimed).

@@ -37,7 +37,7 @@ macro_rules! statements {
 statements! { Fixed(ks: &str) {
     store_get = true, "SELECT format, generation FROM {ks}.store WHERE id = 0";
     store_switch = false, "UPDATE {ks}.store SET generation = ? WHERE id = 0 IF generation = ?";
-    generation_get = true, "SELECT partition_users, layout FROM {ks}.generations WHERE generation = ?";
+    generation_get = true, "SELECT partition_users, friend_copies, layout FROM {ks}.generations WHERE generation = ?";
     next_pos_get = true, "SELECT next_pos FROM {ks}.generations WHERE generation = ?";
     next_pos_cas = false, "UPDATE {ks}.generations SET next_pos = ? WHERE generation = ? IF next_pos = ?";
     follow_put = true, "INSERT INTO {ks}.follows (uid, target) VALUES (?, ?)";
@@ -68,21 +68,25 @@ statements! { Fixed(ks: &str) {
 }}
 
 statements! { GenStatements(ks: &str, g: u32) {
-    index_get = true, "SELECT pos, data_bytes, friends FROM {ks}.index_g{g} WHERE uid = ?";
+    index_get = true, "SELECT pos, data_bytes, friends, copied_to FROM {ks}.index_g{g} WHERE uid = ?";
+    index_copied = true, "SELECT copied_to FROM {ks}.index_g{g} WHERE uid = ?";
+    index_copy_add = true, "UPDATE {ks}.index_g{g} SET copied_to = copied_to + ? WHERE uid = ?";
     index_probe = true, "SELECT pos, data_bytes, friends[?], collection_count(friends) FROM {ks}.index_g{g} WHERE uid = ?";
     index_claim = false, "INSERT INTO {ks}.index_g{g} (uid, pos) VALUES (?, ?) IF NOT EXISTS";
     index_put = true, "UPDATE {ks}.index_g{g} SET data_bytes = ?, friends = ? WHERE uid = ?";
     index_friends = true, "UPDATE {ks}.index_g{g} SET friends = ? WHERE uid = ?";
     index_bytes = true, "UPDATE {ks}.index_g{g} SET data_bytes = ? WHERE uid = ?";
-    index_load = true, "INSERT INTO {ks}.index_g{g} (uid, pos, data_bytes, friends) VALUES (?, ?, ?, ?)";
+    index_load = true, "INSERT INTO {ks}.index_g{g} (uid, pos, data_bytes, friends, copied_to) VALUES (?, ?, ?, ?, ?)";
     index_scan = true, "SELECT uid, data_bytes FROM {ks}.index_g{g}";
     index_scan_all = true, "SELECT uid, pos, data_bytes, friends FROM {ks}.index_g{g}";
     friend_add = true, "UPDATE {ks}.index_g{g} SET friends[?] = ? WHERE uid = ?";
     friend_del = true, "DELETE friends[?] FROM {ks}.index_g{g} WHERE uid = ?";
     user_put = true, "INSERT INTO {ks}.users_g{g} (part, pos, uid, profile) VALUES (?, ?, ?, ?)";
     user_get = true, "SELECT uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos = ?";
+    user_stamped = true, "SELECT uid, profile, writetime(profile) FROM {ks}.users_g{g} WHERE part = ? AND pos = ?";
+    copy_put_at = true, "INSERT INTO {ks}.users_g{g} (part, pos, uid, profile) VALUES (?, ?, ?, ?) USING TIMESTAMP ?";
     users_in = true, "SELECT pos, uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos IN ?";
-    users_after = true, "SELECT pos, uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos > ? LIMIT ?";
+    users_after = true, "SELECT pos, uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos > ? AND pos < ? LIMIT ?";
     data_put = true, "INSERT INTO {ks}.data_g{g} (part, pos, chunk, bytes) VALUES (?, ?, ?, ?)";
     data_trim = true, "DELETE FROM {ks}.data_g{g} WHERE part = ? AND pos = ? AND chunk >= ?";
     data_get = true, "SELECT bytes FROM {ks}.data_g{g} WHERE part = ? AND pos = ? LIMIT ?";

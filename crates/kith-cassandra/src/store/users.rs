@@ -110,9 +110,13 @@ impl CassandraStore {
             }
         };
         let me = key(uid);
-        let mut w = Writes::logged();
+        let stamp = self.stamp();
+        let mut w = Writes::logged().at(stamp);
         let map: BTreeMap<i64, i64> = wanted.iter().map(|&f| (key(f), i(probes[&f].pos))).collect();
         let mut touched = vec![uid];
+        // Partitions whose friends changed, seen from `uid`, and the friends whose friends
+        // in `uid`'s partition changed: their copies are checked after the write.
+        let mut changed_parts = std::collections::BTreeSet::new();
         let removed = old.iter().map(|&(f, _)| f).filter(|f| wanted.binary_search(f).is_err());
         let added =
             wanted.iter().copied().filter(|f| old.binary_search_by_key(f, |&(o, _)| o).is_err());
@@ -130,6 +134,7 @@ impl CassandraStore {
                 w.push(&g.st.friend_del, (me, key(f)));
             }
             touched.push(f);
+            changed_parts.insert(g.part(p.pos));
         }
         if w.len() > MAX_BATCH_CHANGES {
             return Err(too_large(
@@ -139,7 +144,8 @@ impl CassandraStore {
             ));
         }
         touched.sort_unstable();
-        w.push(&g.st.user_put, (g.part(pos), i(pos), me, encoded_profile.to_vec()));
+        let copied_to: &[i64] = found.map_or(&[], |e| &e.copied_to);
+        CassandraStore::push_profile(&mut w, g, uid, pos, copied_to, encoded_profile);
         match data {
             Some(d) => {
                 w.push(&g.st.index_put, (i(d.len() as u64), map, me));
@@ -152,6 +158,14 @@ impl CassandraStore {
             None => w.push(&g.st.index_friends, (map, me)),
         }
         w.run(self.session(), "put_user").await?;
+        self.copies_since(g, uid, pos, copied_to, encoded_profile, stamp).await?;
+        self.ensure_copies(g, uid, &changed_parts).await?;
+        let mine = std::collections::BTreeSet::from([g.part(pos)]);
+        stream::iter(touched.iter().copied().filter(|&f| f != uid))
+            .map(|f| self.ensure_copies(g, f, &mine))
+            .buffer_unordered(FAN)
+            .try_collect::<()>()
+            .await?;
         Ok(Some(UserWrite { created, touched }))
     }
 
@@ -184,6 +198,8 @@ impl CassandraStore {
             }
             let changed = pu.has != add || pv.has != add;
             w.run(self.session(), if add { "add_friend" } else { "delete_friend" }).await?;
+            self.ensure_copies(&g, u, &[g.part(pv.pos)].into()).await?;
+            self.ensure_copies(&g, v, &[g.part(pu.pos)].into()).await?;
             Ok(changed)
         })
     }
@@ -217,9 +233,11 @@ impl CassandraStore {
         let _locks = self.lock_users([uid]);
         self.wait(async {
             let e = self.existing(&g, uid).await?;
-            let mut w = Writes::logged();
-            w.push(&g.st.user_put, (g.part(e.pos), i(e.pos), key(uid), encoded));
-            w.run(self.session(), "put_profile").await
+            let stamp = self.stamp();
+            let mut w = Writes::logged().at(stamp);
+            CassandraStore::push_profile(&mut w, &g, uid, e.pos, &e.copied_to, &encoded);
+            w.run(self.session(), "put_profile").await?;
+            self.copies_since(&g, uid, e.pos, &e.copied_to, &encoded, stamp).await
         })
     }
 

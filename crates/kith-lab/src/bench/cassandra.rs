@@ -44,6 +44,13 @@ pub struct CassandraBenchArgs {
     /// placements are named `kith-256` and so on).
     #[arg(long, value_delimiter = ',', default_value = "64")]
     partition_users: Vec<u64>,
+    /// Friend-copy limits of the layout placements (0: placement alone); each nonzero `t`
+    /// adds placements named `kith+copies<t>` and so on.
+    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    friend_copies: Vec<u32>,
+    /// Profile writes timed per store after the reads (the copies' write amplification).
+    #[arg(long, default_value_t = 300)]
+    writes: usize,
     /// "List all friends' profiles" queries per store (users drawn uniformly among those with
     /// friends; the same users for every placement of a graph).
     #[arg(long, default_value_t = 1000)]
@@ -86,12 +93,18 @@ pub(crate) struct Locality {
     pub(crate) graph: String,
     pub(crate) placement: String,
     pub(crate) partition_users: u64,
+    /// The friend-copy limit (0: none).
+    pub(crate) friend_copies: u32,
+    /// Friend copies stored per user (each one more row per profile write).
+    pub(crate) copies_per_user: f64,
     users: usize,
     queries: usize,
     /// Partitions of the profile table read per query (the user's own index row aside).
     pub(crate) partitions_mean: f64,
     /// CQL requests per query: the index row, then one per partition.
     pub(crate) requests_mean: f64,
+    /// Friends read from copies per query.
+    copies_read_mean: f64,
     friends_mean: f64,
     pub(crate) p50_ms: f64,
     pub(crate) p99_ms: f64,
@@ -99,6 +112,9 @@ pub(crate) struct Locality {
     /// p50 and p99 over hash's on the same graph.
     p50_vs_hash: Option<f64>,
     p99_vs_hash: Option<f64>,
+    /// `put_profile` latency (profile and its copies in one logged batch), sequential.
+    write_p50_ms: f64,
+    write_p99_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -220,30 +236,39 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
         let sample: Vec<u64> = (0..args.queries)
             .map(|_| with_friends[rng.random_range(0..with_friends.len())])
             .collect();
-        let runs: Vec<(&String, u64)> = args
+        let runs: Vec<(&String, u64, u32)> = args
             .placements
             .iter()
             .flat_map(|p| {
-                let ks: Vec<u64> = if p == "hash" { vec![1] } else { args.partition_users.clone() };
-                ks.into_iter().map(move |k| (p, k))
+                let (ks, ts) = if p == "hash" {
+                    (vec![1], vec![0])
+                } else {
+                    (args.partition_users.clone(), args.friend_copies.clone())
+                };
+                ks.into_iter().flat_map(move |k| ts.clone().into_iter().map(move |t| (p, k, t)))
             })
             .collect();
-        for (method, k) in runs {
-            let placement = &if method != "hash" && args.partition_users.len() > 1 {
+        for (method, k, t) in runs {
+            let mut placement = if method != "hash" && args.partition_users.len() > 1 {
                 format!("{method}-{k}")
             } else {
                 method.clone()
             };
+            if t > 0 {
+                placement = format!("{placement}+copies{t}");
+            }
+            let placement = &placement;
             let (layout, meta) = layout_for(&graph, method, k)?;
             let keyspace = format!(
                 "bench_{}_{}",
                 short.replace('-', "_").to_ascii_lowercase(),
-                placement.replace('-', "_")
+                placement.replace(['-', '+'], "_")
             );
             let options = CassandraOptions::new(hosts.clone(), &keyspace);
             let _ = drop_store(&options);
             let config = BuildConfig {
                 partition_users: k,
+                friend_copies: t,
                 data: DataSpec::Fixed(40),
                 progress: true,
                 ..BuildConfig::default()
@@ -275,12 +300,15 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
             for n in 1..=3 {
                 cluster.0.nodetool(n, &["flush"])?;
             }
-            locality.push(measure(&store, &short, placement, k, &sample)?);
-            let last = locality.last().expect("just pushed");
+            let mut l = measure(&store, &short, placement, k, &sample)?;
+            l.copies_per_user = report.copies as f64 / report.users.max(1) as f64;
+            (l.write_p50_ms, l.write_p99_ms) = time_profile_writes(&store, &sample, args.writes)?;
             eprintln!(
-                "bench cassandra: {short}, {placement}: {:.2} partitions, p50 {:.2} ms, p99 {:.2} ms",
-                last.partitions_mean, last.p50_ms, last.p99_ms
+                "bench cassandra: {short}, {placement}: {:.2} partitions, p50 {:.2} ms, p99 {:.2} ms, \
+                 {:.2} copies per user, write p50 {:.2} ms",
+                l.partitions_mean, l.p50_ms, l.p99_ms, l.copies_per_user, l.write_p50_ms
             );
+            locality.push(l);
             drop(store);
             drop_store(&options)?;
         }
@@ -318,7 +346,7 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
             kith_cassandra::local::CASSANDRA_VERSION,
             args.heap_mb
         ),
-        query: "list all friends' profiles: the user's index row, then one request per partition of friends (pos IN (...)), sequential single client, after one warm-up pass over the same users",
+        query: "list all friends' profiles: the user's index row, then one request per partition of friends (pos IN (...)); with friend copies, friends alone in their partition (at most t there) are read from copies in the user's own partition; sequential single client, after one warm-up pass over the same users",
         locality,
         partitions_ratio_vs_hash: ratios,
         bulk_load: bulk,
@@ -346,7 +374,7 @@ pub(crate) fn measure(
         store.friends_profiles(u)?;
     }
     let mut ms = Vec::with_capacity(sample.len());
-    let (mut partitions, mut requests, mut friends) = (0usize, 0usize, 0usize);
+    let (mut partitions, mut requests, mut friends, mut copies) = (0usize, 0usize, 0usize, 0usize);
     for &u in sample {
         let t = Instant::now();
         let got = store.friends_profiles(u)?;
@@ -354,6 +382,7 @@ pub(crate) fn measure(
         partitions += got.partitions;
         requests += got.requests;
         friends += got.profiles.len();
+        copies += got.copies;
     }
     let q = sample.len().max(1) as f64;
     let mean = ms.iter().sum::<f64>() / q;
@@ -362,28 +391,57 @@ pub(crate) fn measure(
         graph: graph.to_string(),
         placement: placement.to_string(),
         partition_users: k,
+        friend_copies: store.friend_copies(),
+        copies_per_user: 0.0,
         users: store.count_users()? as usize,
         queries: sample.len(),
         partitions_mean: partitions as f64 / q,
         requests_mean: requests as f64 / q,
+        copies_read_mean: copies as f64 / q,
         friends_mean: friends as f64 / q,
         p50_ms: quantile(&ms, 0.5),
         p99_ms: quantile(&ms, 0.99),
         mean_ms: mean,
         p50_vs_hash: None,
         p99_vs_hash: None,
+        write_p50_ms: 0.0,
+        write_p99_ms: 0.0,
     })
+}
+
+/// p50 and p99 (ms) of `n` sequential profile writes to the sampled users (each rewrites the
+/// profile it read, so the store's contents stay as built).
+fn time_profile_writes(store: &CassandraStore, sample: &[u64], n: usize) -> Result<(f64, f64)> {
+    let mut ms = Vec::with_capacity(n);
+    for &u in sample.iter().cycle().take(n.min(sample.len() * 4)) {
+        let profile = store.get_profile(u)?;
+        let t = Instant::now();
+        store.put_profile(u, &profile)?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok((quantile(&ms, 0.5), quantile(&ms, 0.99)))
 }
 
 fn print_tables(r: &CassandraBench) {
     println!("\n\"list all friends' profiles\" on 3 nodes (QUORUM):");
     println!(
-        "{:<20} {:<8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>8}",
-        "graph", "place", "K", "partitions", "requests", "p50 ms", "p99 ms", "p50/hash"
+        "{:<18} {:<14} {:>5} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}",
+        "graph",
+        "place",
+        "K",
+        "partitions",
+        "requests",
+        "p50 ms",
+        "p99 ms",
+        "p50/hash",
+        "p99/hash",
+        "copies",
+        "write p50"
     );
     for l in &r.locality {
         println!(
-            "{:<20} {:<8} {:>6} {:>10.2} {:>9.2} {:>9.2} {:>9.2} {:>8}",
+            "{:<18} {:<14} {:>5} {:>10.2} {:>9.2} {:>8.2} {:>8.2} {:>8} {:>8} {:>7.2} {:>9.2}",
             l.graph,
             l.placement,
             l.partition_users,
@@ -391,7 +449,10 @@ fn print_tables(r: &CassandraBench) {
             l.requests_mean,
             l.p50_ms,
             l.p99_ms,
-            l.p50_vs_hash.map_or("-".into(), |x| format!("{x:.2}"))
+            l.p50_vs_hash.map_or("-".into(), |x| format!("{x:.2}")),
+            l.p99_vs_hash.map_or("-".into(), |x| format!("{x:.2}")),
+            l.copies_per_user,
+            l.write_p50_ms
         );
     }
     for (g, placement, ratio) in &r.partitions_ratio_vs_hash {

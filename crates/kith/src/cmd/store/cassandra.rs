@@ -48,12 +48,13 @@ pub(crate) struct DropArgs {
 }
 
 /// `kith store build --cassandra`: the graph's users written to the cluster in the layout's
-/// order, `--partition-users` per partition (1 for `--method hash`).
+/// order, `--partition-users` per partition (1 for `--method hash`), with friend copies.
 pub(super) fn build_cassandra(
     input: &GraphInput,
     choice: &LayoutChoice,
     cassandra: &CassandraArgs,
     partition_users: u64,
+    friend_copies: Option<u32>,
     spec: DataSpec,
     json: bool,
 ) -> Result<()> {
@@ -70,6 +71,7 @@ pub(super) fn build_cassandra(
     let layout_seconds = t.elapsed().as_secs_f64();
     let config = kith_cassandra::BuildConfig {
         partition_users: if hash { 1 } else { partition_users },
+        friend_copies: friend_copies.unwrap_or(if hash { 0 } else { 1 }),
         data: spec,
         seed: choice.seed,
         replication: None,
@@ -83,6 +85,7 @@ pub(super) fn build_cassandra(
         keyspace: &'a str,
         method: String,
         partition_users: u64,
+        friend_copies: u32,
         layout_seconds: f64,
         #[serde(flatten)]
         build: &'a kith_cassandra::BuildReport,
@@ -92,6 +95,7 @@ pub(super) fn build_cassandra(
         keyspace: &options.keyspace,
         method,
         partition_users: config.partition_users,
+        friend_copies: config.friend_copies,
         layout_seconds,
         build: &report,
     };
@@ -100,7 +104,7 @@ pub(super) fn build_cassandra(
     } else {
         println!(
             "built keyspace {} on {}: {} users, {} friend entries, {} layout, {} users per partition \
-             ({} partitions); layout {:.2} s, load {:.1} s ({:.0} users/s)",
+             ({} partitions), {} friend copies (limit {}); layout {:.2} s, load {:.1} s ({:.0} users/s)",
             out.keyspace,
             out.hosts,
             report.users,
@@ -108,6 +112,8 @@ pub(super) fn build_cassandra(
             out.method,
             out.partition_users,
             report.partitions,
+            report.copies,
+            out.friend_copies,
             layout_seconds,
             report.load_seconds,
             report.users_per_second
@@ -122,6 +128,7 @@ pub(super) fn relayout_cassandra(
     choice: &LayoutChoice,
     cassandra: &CassandraArgs,
     partition_users: Option<u64>,
+    friend_copies: Option<u32>,
     json: bool,
 ) -> Result<()> {
     let options = cassandra.options()?;
@@ -134,19 +141,22 @@ pub(super) fn relayout_cassandra(
         meta.method = "hash".into();
     }
     let k = if hash { Some(1) } else { partition_users };
-    let report = store.relayout(kith_store::NewLayout::Given(&layout, meta), k, true)?;
+    let copies = if hash { Some(friend_copies.unwrap_or(0)) } else { friend_copies };
+    let report = store.relayout(kith_store::NewLayout::Given(&layout, meta), k, copies, true)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "relaid out keyspace {}: generation {} -> {}, {} users ({} appended), {} users per partition \
-             (copy {:.1} s)",
+            "relaid out keyspace {}: generation {} -> {}, {} users ({} appended), {} users per partition, \
+             {} friend copies (limit {}) (copy {:.1} s)",
             options.keyspace,
             report.from_generation,
             report.to_generation,
             report.users + report.appended,
             report.appended,
             report.partition_users,
+            report.copies,
+            report.friend_copies,
             report.rewrite_seconds
         );
     }

@@ -70,6 +70,11 @@ pub(crate) struct BuildArgs {
     /// hash` is always 1).
     #[arg(long, default_value_t = 64, requires = "cassandra")]
     partition_users: u64,
+    /// On Cassandra: a partition holding at most this many of a user's friends is read from
+    /// copies of their profiles in the user's own partition (0: no copies; default 1, and 0
+    /// for `--method hash`). Each copy is one more row per profile write.
+    #[arg(long, requires = "cassandra")]
+    friend_copies: Option<u32>,
     #[command(flatten)]
     layout: LayoutChoice,
     /// Every user's data block has this many bytes (4 B to 4 MiB).
@@ -114,6 +119,7 @@ fn build_cmd(args: BuildArgs) -> Result<()> {
             &args.layout,
             &args.cassandra,
             args.partition_users,
+            args.friend_copies,
             spec,
             args.json,
         );
@@ -184,6 +190,10 @@ pub(crate) struct RelayoutArgs {
     /// On Cassandra: users per partition in the new generation (default: as now).
     #[arg(long, requires = "cassandra")]
     partition_users: Option<u64>,
+    /// On Cassandra: the friend-copy limit of the new generation (default: as now, 0 for
+    /// `--method hash`).
+    #[arg(long, requires = "cassandra")]
+    friend_copies: Option<u32>,
     #[command(flatten)]
     layout: LayoutChoice,
     /// Print the report as JSON.
@@ -201,7 +211,13 @@ fn relayout_cmd(args: RelayoutArgs) -> Result<()> {
         bail!("relayout needs --layout <file> or --method <name>");
     }
     if args.cassandra.cassandra.is_some() {
-        return relayout_cassandra(&args.layout, &args.cassandra, args.partition_users, args.json);
+        return relayout_cassandra(
+            &args.layout,
+            &args.cassandra,
+            args.partition_users,
+            args.friend_copies,
+            args.json,
+        );
     }
     if args.layout.method == Some(Placement::Hash) {
         bail!("--method hash is a placement on Cassandra; the embedded store needs a layout");
