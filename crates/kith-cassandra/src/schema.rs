@@ -26,8 +26,12 @@ use std::time::{Duration, Instant};
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
+use scylla::errors::{DbError, RequestAttemptError, WriteType};
 use scylla::policies::host_filter::AllowListHostFilter;
 use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
+use scylla::policies::retry::{
+    DefaultRetrySession, RequestInfo, RetryDecision, RetryPolicy, RetrySession,
+};
 use scylla::statement::unprepared::Statement;
 use scylla::statement::{Consistency, SerialConsistency};
 
@@ -104,6 +108,7 @@ pub(crate) async fn connect_at(hosts: &[String], level: Level) -> Result<Session
     };
     let profile = ExecutionProfile::builder()
         .consistency(consistency)
+        .retry_policy(std::sync::Arc::new(Retries))
         .serial_consistency(Some(SerialConsistency::Serial))
         .request_timeout(Some(REQUEST_TIMEOUT))
         .build();
@@ -120,6 +125,74 @@ pub(crate) async fn connect_at(hosts: &[String], level: Level) -> Result<Session
         .build()
         .await
         .map_err(|e| Error::Cluster(format!("connecting to Cassandra at {}: {e}", hosts.join(","))))
+}
+
+/// Refuses a store of an older format (its tables lack columns this kith reads) with what to
+/// do; a keyspace with no store passes (opening it then says so).
+pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()> {
+    let cql = format!("SELECT format FROM {keyspace}.store WHERE id = 0");
+    let Ok(rows) = session.query_unpaged(cql, ()).await else { return Ok(()) };
+    let format = rows
+        .into_rows_result()
+        .ok()
+        .and_then(|r| r.maybe_first_row::<(Option<i32>,)>().ok().flatten())
+        .and_then(|r| r.0);
+    match format {
+        Some(f) if f < FORMAT => Err(Error::Cluster(format!(
+            "keyspace {keyspace} holds a kith store of format {f}, before friend copies (format {FORMAT}); rebuild it with `kith store build --cassandra`"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// How many times a logged batch whose batch-log write timed out is sent again.
+///
+/// A coordinator writes a logged batch to the batch logs of two other nodes before applying
+/// it; in a three-node cluster those are the two others, so from a `kill -9` of one node until
+/// the failure detector convicts it (about 8 s here) every logged batch times out writing its
+/// batch log (2 s, `write_request_timeout`), without having applied anything. The driver's
+/// default policy retries that once; four times cover the detector's delay within the
+/// request timeout. Only idempotent batches are retried (every batch kith sends is).
+const BATCHLOG_RETRIES: u32 = 4;
+
+/// The driver's default retries, with batch-log write timeouts retried [`BATCHLOG_RETRIES`]
+/// times on the next node.
+#[derive(Debug)]
+struct Retries;
+
+impl RetryPolicy for Retries {
+    fn new_session(&self) -> Box<dyn RetrySession> {
+        Box::new(RetriesSession { default: DefaultRetrySession::new(), batchlog: 0 })
+    }
+}
+
+struct RetriesSession {
+    default: DefaultRetrySession,
+    batchlog: u32,
+}
+
+impl RetrySession for RetriesSession {
+    fn decide_should_retry(&mut self, info: RequestInfo<'_>) -> RetryDecision {
+        if let RequestAttemptError::DbError(
+            DbError::WriteTimeout { write_type: WriteType::BatchLog, .. },
+            _,
+        ) = info.error
+            && info.is_idempotent
+            && !info.consistency.is_serial()
+        {
+            if self.batchlog < BATCHLOG_RETRIES {
+                self.batchlog += 1;
+                return RetryDecision::RetryNextTarget(None);
+            }
+            return RetryDecision::DontRetry;
+        }
+        self.default.decide_should_retry(info)
+    }
+
+    fn reset(&mut self) {
+        self.default.reset();
+        self.batchlog = 0;
+    }
 }
 
 /// A current-thread runtime for the few async calls made outside a store.

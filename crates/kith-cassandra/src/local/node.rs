@@ -85,7 +85,8 @@ impl Node {
     /// Writes its configuration (again) and starts its JVM, detached from kith's process group
     /// so it outlives the command that started it.
     pub(crate) fn start(&mut self, launch: &Launch<'_>) -> Result<()> {
-        for sub in ["conf", "logs", "data", "commitlog", "hints", "saved_caches", "cdc_raw"] {
+        for sub in ["conf", "logs", "data", "commitlog", "hints", "saved_caches", "cdc_raw", "tmp"]
+        {
             let d = self.dir.join(sub);
             std::fs::create_dir_all(&d).map_err(Error::io(format!("creating {}", d.display())))?;
         }
@@ -115,6 +116,9 @@ impl Node {
             .arg(format!("-Dcassandra.logdir={}", self.dir.join("logs").display()))
             .arg(format!("-Dcassandra.storagedir={dir}"))
             .arg(format!("-Dcassandra.jmx.local.port={}", self.jmx_port))
+            // Native libraries the JVM unpacks (lz4's, one per start) stay in the node's
+            // directory and go with it, not in /tmp.
+            .arg(format!("-Djava.io.tmpdir={}", self.dir.join("tmp").display()))
             // Gossip on loopback settles in well under a second; a joining node waits this
             // long for the ring before it streams (Cassandra's default is 30 s).
             .arg("-Dcassandra.ring_delay_ms=5000")

@@ -26,8 +26,9 @@
 //!   finished before the profile was read here (a quorum read that starts after a quorum
 //!   write finished sees it). Equal timestamps carry equal values.
 //!
-//! A copy that is missing (a copy interrupted between its two writes) is read from the
-//! friend's own partition instead. A profile write that fails after its batch applied and
+//! A copy that is missing (a copy interrupted between its two writes, or copy upkeep that
+//! failed after its friendship change was written, which fails the call as any write that
+//! may or may not have applied) is read from the friend's own partition instead. A profile write that fails after its batch applied and
 //! before its second look at `copied_to` may leave a new copy stale until the write is
 //! retried, as any failed write must be.
 //!
@@ -38,7 +39,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kith_store::Result;
 
-use super::rows::{corrupt, key, uid};
+use futures_util::{StreamExt, TryStreamExt, stream};
+
+use super::rows::{FAN, corrupt, key, uid};
 use super::{CassandraStore, Gen, Writes, bad_rows, i};
 use crate::error::driver;
 
@@ -95,7 +98,10 @@ pub(crate) fn needed_copies<'a>(
 }
 
 impl CassandraStore {
-    /// Adds `uid`'s profile to `w`: at its position and in every partition of `copied_to`.
+    /// Adds `uid`'s profile to `w`: at its position and in every partition of `copied_to`,
+    /// all stamped `stamp` (only profile cells carry client timestamps; the batch's other
+    /// cells keep the coordinator's, as every other write of them does).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn push_profile(
         w: &mut Writes,
         g: &Gen,
@@ -103,10 +109,11 @@ impl CassandraStore {
         pos: u64,
         copied_to: &[i64],
         encoded: &[u8],
+        stamp: i64,
     ) {
-        w.push(&g.st.user_put, (g.part(pos), i(pos), key(uid), encoded.to_vec()));
+        w.push(&g.st.user_put_at, (g.part(pos), i(pos), key(uid), encoded.to_vec(), stamp));
         for &part in copied_to {
-            w.push(&g.st.user_put, (part, i(pos), key(uid), encoded.to_vec()));
+            w.push(&g.st.user_put_at, (part, i(pos), key(uid), encoded.to_vec(), stamp));
         }
     }
 
@@ -128,7 +135,7 @@ impl CassandraStore {
         for part in now.into_iter().filter(|p| written.binary_search(p).is_err()) {
             self.session()
                 .execute_unpaged(
-                    &g.st.copy_put_at,
+                    &g.st.user_put_at,
                     (part, i(pos), key(uid), encoded.to_vec(), stamp),
                 )
                 .await
@@ -151,16 +158,19 @@ impl CassandraStore {
         let Some(e) = self.entry(g, x).await? else { return Ok(()) };
         let copied = g.copied_parts(e.pos, &e.friends);
         let own = g.part(e.pos);
-        for &(y, ypos) in &e.friends {
-            let q = g.part(ypos);
-            if changed.contains(&q)
-                && copied.contains(&q)
-                && self.copied_to(g, y).await?.binary_search(&own).is_err()
-            {
+        stream::iter(e.friends.iter().copied().filter(|&(_, p)| {
+            let q = g.part(p);
+            changed.contains(&q) && copied.contains(&q)
+        }))
+        .map(|(y, ypos)| async move {
+            if self.copied_to(g, y).await?.binary_search(&own).is_err() {
                 self.make_copy(g, y, ypos, own).await?;
             }
-        }
-        Ok(())
+            Ok::<_, kith_store::Error>(())
+        })
+        .buffer_unordered(FAN)
+        .try_collect::<()>()
+        .await
     }
 
     /// Copies `y`'s profile (at `ypos`) into partition `into`: `copied_to` first, then the
@@ -182,13 +192,16 @@ impl CassandraStore {
             .maybe_first_row::<(i64, Vec<u8>, Option<i64>)>()
             .map_err(|e| bad_rows("profile", e))?
         else {
-            return Err(corrupt(at(), format!("missing for indexed user {y}")));
+            // Not visible yet (its user's creation is still being applied): the copy stays
+            // missing, read from the friend's own partition, until the next profile write
+            // makes it (`copied_to` names it now).
+            return Ok(());
         };
         if uid(k) != y {
             return Err(corrupt(at(), format!("holds uid {}, the index says {y}", uid(k))));
         }
         self.session()
-            .execute_unpaged(&g.st.copy_put_at, (into, i(ypos), k, profile, stamp))
+            .execute_unpaged(&g.st.user_put_at, (into, i(ypos), k, profile, stamp))
             .await
             .map_err(|e| driver("writing a friend copy", e))?;
         Ok(())

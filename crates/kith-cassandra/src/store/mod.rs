@@ -147,6 +147,7 @@ impl CassandraStore {
         let ks = options.keyspace.clone();
         let (session, fixed, generation) = rt.block_on(async {
             let session = schema::connect_at(&options.hosts, options.level).await?;
+            schema::check_format(&session, &ks).await?;
             let fixed = Fixed::prepare(&session, &ks).await.map_err(|e| {
                 Error::Cluster(format!(
                     "keyspace {ks} does not hold a kith store (`kith store build --cassandra` makes one): {e}"
@@ -379,13 +380,6 @@ impl Writes {
         self.values.len()
     }
 
-    /// Stamps every write of the batch with `micros` (a client timestamp) instead of the
-    /// coordinator's clock.
-    pub(crate) fn at(mut self, micros: i64) -> Writes {
-        self.batch.set_timestamp(Some(micros));
-        self
-    }
-
     /// Runs the batch (nothing if empty); `what` names it in errors.
     pub(crate) async fn run(self, session: &Session, what: &str) -> Result<(), StoreError> {
         if self.values.is_empty() {
@@ -393,11 +387,10 @@ impl Writes {
         }
         if self.values.len() == 1 {
             // One statement needs no batch (and no batch log).
-            let mut statement = match &self.batch.statements[0] {
+            let statement = match &self.batch.statements[0] {
                 scylla::statement::batch::BatchStatement::PreparedStatement(p) => p.clone(),
                 _ => unreachable!("only prepared statements are pushed"),
             };
-            statement.set_timestamp(self.batch.get_timestamp());
             session
                 .execute_unpaged(&statement, &self.values[0])
                 .await

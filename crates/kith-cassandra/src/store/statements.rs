@@ -84,7 +84,7 @@ statements! { GenStatements(ks: &str, g: u32) {
     user_put = true, "INSERT INTO {ks}.users_g{g} (part, pos, uid, profile) VALUES (?, ?, ?, ?)";
     user_get = true, "SELECT uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos = ?";
     user_stamped = true, "SELECT uid, profile, writetime(profile) FROM {ks}.users_g{g} WHERE part = ? AND pos = ?";
-    copy_put_at = true, "INSERT INTO {ks}.users_g{g} (part, pos, uid, profile) VALUES (?, ?, ?, ?) USING TIMESTAMP ?";
+    user_put_at = true, "INSERT INTO {ks}.users_g{g} (part, pos, uid, profile) VALUES (?, ?, ?, ?) USING TIMESTAMP ?";
     users_in = true, "SELECT pos, uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos IN ?";
     users_after = true, "SELECT pos, uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos > ? AND pos < ? LIMIT ?";
     data_put = true, "INSERT INTO {ks}.data_g{g} (part, pos, chunk, bytes) VALUES (?, ?, ?, ?)";

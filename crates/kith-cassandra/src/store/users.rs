@@ -111,7 +111,7 @@ impl CassandraStore {
         };
         let me = key(uid);
         let stamp = self.stamp();
-        let mut w = Writes::logged().at(stamp);
+        let mut w = Writes::logged();
         let map: BTreeMap<i64, i64> = wanted.iter().map(|&f| (key(f), i(probes[&f].pos))).collect();
         let mut touched = vec![uid];
         // Partitions whose friends changed, seen from `uid`, and the friends whose friends
@@ -145,7 +145,7 @@ impl CassandraStore {
         }
         touched.sort_unstable();
         let copied_to: &[i64] = found.map_or(&[], |e| &e.copied_to);
-        CassandraStore::push_profile(&mut w, g, uid, pos, copied_to, encoded_profile);
+        CassandraStore::push_profile(&mut w, g, uid, pos, copied_to, encoded_profile, stamp);
         match data {
             Some(d) => {
                 w.push(&g.st.index_put, (i(d.len() as u64), map, me));
@@ -234,8 +234,8 @@ impl CassandraStore {
         self.wait(async {
             let e = self.existing(&g, uid).await?;
             let stamp = self.stamp();
-            let mut w = Writes::logged().at(stamp);
-            CassandraStore::push_profile(&mut w, &g, uid, e.pos, &e.copied_to, &encoded);
+            let mut w = Writes::logged();
+            CassandraStore::push_profile(&mut w, &g, uid, e.pos, &e.copied_to, &encoded, stamp);
             w.run(self.session(), "put_profile").await?;
             self.copies_since(&g, uid, e.pos, &e.copied_to, &encoded, stamp).await
         })
