@@ -156,7 +156,7 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
 const BATCHLOG_RETRIES: u32 = 4;
 
 /// The driver's default retries, with batch-log write timeouts retried [`BATCHLOG_RETRIES`]
-/// times on the next node.
+/// times on the same coordinator.
 #[derive(Debug)]
 struct Retries;
 
@@ -182,7 +182,9 @@ impl RetrySession for RetriesSession {
         {
             if self.batchlog < BATCHLOG_RETRIES {
                 self.batchlog += 1;
-                return RetryDecision::RetryNextTarget(None);
+                // The same coordinator: moving on would walk the plan onto the dead node
+                // itself, whose refused connection ends the request.
+                return RetryDecision::RetrySameTarget(None);
             }
             return RetryDecision::DontRetry;
         }

@@ -71,6 +71,9 @@ pub struct CassandraBenchArgs {
     /// other figures, and their date and commit, stay; the trials get their own).
     #[arg(long)]
     trials_only: bool,
+    /// Only draw the charts again from the results file at `--out`.
+    #[arg(long, conflicts_with = "trials_only")]
+    charts_only: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -88,7 +91,7 @@ struct CassandraBench {
     faults: Vec<TrialRun>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub(crate) struct Locality {
     pub(crate) graph: String,
     pub(crate) placement: String,
@@ -205,6 +208,16 @@ fn trials_only(args: &CassandraBenchArgs) -> Result<()> {
 pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
     if args.trials_only {
         return trials_only(&args);
+    }
+    if args.charts_only {
+        let out = args.out.clone().context("--charts-only needs --out, the results file")?;
+        let doc: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&out).with_context(|| format!("reading {}", out.display()))?,
+        )
+        .with_context(|| format!("parsing {}", out.display()))?;
+        let locality: Vec<Locality> = serde_json::from_value(doc["locality"].clone())
+            .with_context(|| format!("the locality table of {}", out.display()))?;
+        return chart(&out, &locality);
     }
     let datasets = args.datasets.clone().unwrap_or_else(datasets_dir);
     let dir = std::env::temp_dir().join(format!("kith-bench-cassandra-{}", std::process::id()));
@@ -361,7 +374,7 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
     write_json(&out, &result)?;
     println!("wrote {}", out.display());
     print_tables(&result);
-    chart(&out, &result)?;
+    chart(&out, &result.locality)?;
     Ok(())
 }
 
@@ -486,9 +499,8 @@ fn print_tables(r: &CassandraBench) {
     }
 }
 
-fn chart(json: &std::path::Path, r: &CassandraBench) -> Result<()> {
-    let graphs: Vec<String> = r
-        .locality
+fn chart(json: &std::path::Path, locality: &[Locality]) -> Result<()> {
+    let graphs: Vec<String> = locality
         .iter()
         .map(|l| l.graph.clone())
         .collect::<std::collections::BTreeSet<_>>()
@@ -496,7 +508,7 @@ fn chart(json: &std::path::Path, r: &CassandraBench) -> Result<()> {
         .collect();
     let places: Vec<String> = {
         let mut seen = Vec::new();
-        for l in &r.locality {
+        for l in locality {
             if !seen.contains(&l.placement) {
                 seen.push(l.placement.clone());
             }
@@ -504,7 +516,7 @@ fn chart(json: &std::path::Path, r: &CassandraBench) -> Result<()> {
         seen
     };
     let value = |g: &String, p: &String, f: fn(&Locality) -> f64| {
-        r.locality.iter().find(|l| &l.graph == g && &l.placement == p).map_or(0.0, f)
+        locality.iter().find(|l| &l.graph == g && &l.placement == p).map_or(0.0, f)
     };
     for (file, title, label, f) in [
         (
