@@ -46,7 +46,7 @@ pub(crate) const FORMAT: i32 = 2;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
 /// 2 s for writes and 5 s for reads, come first).
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(12);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Checks a keyspace name: CQL identifiers are letters, digits and underscores, at most 48.
 pub fn check_keyspace(name: &str) -> Result<()> {
@@ -149,11 +149,12 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
 ///
 /// A coordinator writes a logged batch to the batch logs of two other nodes before applying
 /// it; in a three-node cluster those are the two others, so from a `kill -9` of one node until
-/// the failure detector convicts it (about 8 s here) every logged batch times out writing its
-/// batch log (2 s, `write_request_timeout`), without having applied anything. The driver's
-/// default policy retries that once; four times cover the detector's delay within the
-/// request timeout. Only idempotent batches are retried (every batch kith sends is).
-const BATCHLOG_RETRIES: u32 = 4;
+/// the failure detector convicts it (10 s and more here) every logged batch times out writing
+/// its batch log (2 s, `write_request_timeout`), without having applied anything. The
+/// driver's default policy retries that once; eight times (18 s in all) cover the detector's
+/// delay within the request timeout (20 s; the service's own is 30 s). Only idempotent
+/// batches are retried (every batch kith sends is).
+const BATCHLOG_RETRIES: u32 = 8;
 
 /// The driver's default retries, with batch-log write timeouts retried [`BATCHLOG_RETRIES`]
 /// times on the same coordinator.
