@@ -157,37 +157,57 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
 const BATCHLOG_RETRIES: u32 = 8;
 
 /// The driver's default retries, with batch-log write timeouts retried [`BATCHLOG_RETRIES`]
-/// times on the same coordinator.
+/// times on the same coordinator and other write timeouts of idempotent writes once.
 #[derive(Debug)]
 struct Retries;
 
 impl RetryPolicy for Retries {
     fn new_session(&self) -> Box<dyn RetrySession> {
-        Box::new(RetriesSession { default: DefaultRetrySession::new(), batchlog: 0 })
+        Box::new(RetriesSession {
+            default: DefaultRetrySession::new(),
+            batchlog: 0,
+            timed_out: false,
+        })
     }
 }
 
 struct RetriesSession {
     default: DefaultRetrySession,
     batchlog: u32,
+    timed_out: bool,
 }
 
 impl RetrySession for RetriesSession {
     fn decide_should_retry(&mut self, info: RequestInfo<'_>) -> RetryDecision {
-        if let RequestAttemptError::DbError(
-            DbError::WriteTimeout { write_type: WriteType::BatchLog, .. },
-            _,
-        ) = info.error
-            && info.is_idempotent
-            && !info.consistency.is_serial()
-        {
-            if self.batchlog < BATCHLOG_RETRIES {
-                self.batchlog += 1;
-                // The same coordinator: moving on would walk the plan onto the dead node
-                // itself, whose refused connection ends the request.
-                return RetryDecision::RetrySameTarget(None);
+        if info.is_idempotent && !info.consistency.is_serial() {
+            match info.error {
+                RequestAttemptError::DbError(
+                    DbError::WriteTimeout { write_type: WriteType::BatchLog, .. },
+                    _,
+                ) => {
+                    if self.batchlog < BATCHLOG_RETRIES {
+                        self.batchlog += 1;
+                        // The same coordinator: moving on would walk the plan onto the dead
+                        // node itself, whose refused connection ends the request.
+                        return RetryDecision::RetrySameTarget(None);
+                    }
+                    return RetryDecision::DontRetry;
+                }
+                // A logged batch applied on too few replicas in time (it is in the batch log
+                // and will be applied), or a single write: it sets values, so sending it again
+                // once, while a replica is slow behind a dead one, is safe.
+                RequestAttemptError::DbError(
+                    DbError::WriteTimeout {
+                        write_type: WriteType::Batch | WriteType::Simple | WriteType::UnloggedBatch,
+                        ..
+                    },
+                    _,
+                ) if !self.timed_out => {
+                    self.timed_out = true;
+                    return RetryDecision::RetrySameTarget(None);
+                }
+                _ => {}
             }
-            return RetryDecision::DontRetry;
         }
         self.default.decide_should_retry(info)
     }
@@ -195,6 +215,7 @@ impl RetrySession for RetriesSession {
     fn reset(&mut self) {
         self.default.reset();
         self.batchlog = 0;
+        self.timed_out = false;
     }
 }
 
