@@ -147,15 +147,13 @@ pub fn build(
         let n = graph.num_nodes();
         let k = config.partition_users;
         let progress = crate::progress::bar(config.progress, n as u64, "writing users");
-        // Friends by position, and the copies they call for.
-        let by_pos: Vec<Vec<u64>> = (0..n)
-            .map(|p| {
-                let v = layout.order()[p];
-                graph.neighbors(v).iter().map(|&f| u64::from(layout.position(f))).collect()
-            })
-            .collect();
-        let copied_to =
-            needed_copies(n, |p| &by_pos[p], |p| (p / k) as i64, config.friend_copies);
+        let copied_to = needed_copies(
+            graph,
+            layout.order(),
+            |f| u64::from(layout.position(f)),
+            k,
+            config.friend_copies,
+        );
         let mut copies_in: Vec<Vec<u64>> = vec![Vec::new(); n.div_ceil(k as usize)];
         for (p, parts) in copied_to.iter().enumerate() {
             for &part in parts {

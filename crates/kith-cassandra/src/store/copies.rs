@@ -37,6 +37,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kith_graph::{Graph, VertexId};
 use kith_store::Result;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
@@ -64,29 +65,32 @@ pub(crate) fn copied_parts(
     count.into_iter().filter(|&(_, c)| c <= limit).map(|(q, _)| q).collect()
 }
 
-/// Every copy a placement needs: for each user (by position), the partitions that must hold
-/// a copy of its profile. `friends(p)` lists the positions of the friends of the user at
-/// position `p`; `part` maps a position to its partition.
-pub(crate) fn needed_copies<'a>(
-    users: usize,
-    friends: impl Fn(usize) -> &'a [u64],
-    part: impl Fn(u64) -> i64,
+/// Every copy a placement needs: for each position, the partitions that must hold a copy of
+/// the profile of the user placed there. `order` lists the users by position and `position`
+/// gives any user's.
+pub(crate) fn needed_copies(
+    graph: &Graph,
+    order: &[VertexId],
+    position: impl Fn(VertexId) -> u64,
+    partition_users: u64,
     limit: u32,
 ) -> Vec<Vec<i64>> {
-    let mut copied_to: Vec<Vec<i64>> = vec![Vec::new(); users];
+    let mut copied_to: Vec<Vec<i64>> = vec![Vec::new(); order.len()];
     if limit == 0 {
         return copied_to;
     }
-    for p in 0..users {
+    let part = |p: u64| (p / partition_users) as i64;
+    for (p, &v) in order.iter().enumerate() {
         let own = part(p as u64);
-        let fs = friends(p);
-        let parts = copied_parts(own, fs.iter().map(|&f| part(f)), limit);
+        let friends = graph.neighbors(v);
+        let parts = copied_parts(own, friends.iter().map(|&f| part(position(f))), limit);
         if parts.is_empty() {
             continue;
         }
-        for &f in fs {
-            if parts.contains(&part(f)) {
-                copied_to[f as usize].push(own);
+        for &f in friends {
+            let at = position(f);
+            if parts.contains(&part(at)) {
+                copied_to[at as usize].push(own);
             }
         }
     }
@@ -144,15 +148,17 @@ impl CassandraStore {
         Ok(())
     }
 
-    /// After `x`'s friends in the partitions `changed` were added or dropped: makes sure
-    /// every friend of `x` read from a copy has one in `x`'s partition.
+    /// After `x`'s (at `x_pos`) friends in the partitions `changed` were added or dropped:
+    /// makes sure every friend of `x` read from a copy has one in `x`'s partition. Changes
+    /// inside `x`'s own partition need nothing, and nothing is read for them.
     pub(crate) async fn ensure_copies(
         &self,
         g: &Gen,
         x: u64,
+        x_pos: u64,
         changed: &BTreeSet<i64>,
     ) -> Result<()> {
-        if g.friend_copies == 0 || changed.is_empty() {
+        if g.friend_copies == 0 || changed.iter().all(|&q| q == g.part(x_pos)) {
             return Ok(());
         }
         let Some(e) = self.entry(g, x).await? else { return Ok(()) };
@@ -242,15 +248,15 @@ mod tests {
     #[test]
     fn needed_copies_match_a_brute_force_count() {
         // A path 0-1-2-3-4-5 plus 0-5, two users per partition: partitions {0,1} {2,3} {4,5}.
-        let adj: Vec<Vec<u64>> =
-            vec![vec![1, 5], vec![0, 2], vec![1, 3], vec![2, 4], vec![3, 5], vec![4, 0]];
-        let part = |p: u64| (p / 2) as i64;
-        let got = needed_copies(6, |p| &adj[p], part, 1);
+        let edges = vec![(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (0, 5)];
+        let graph = Graph::from_edges((0..6).collect(), false, edges);
+        let order: Vec<VertexId> = (0..6).collect();
+        let got = needed_copies(&graph, &order, u64::from, 2, 1);
         // User 0 (part 0) reads friend 5 (part 2, alone there) from a copy in part 0; user 1
         // reads 2 from part 0; user 2 reads 1 in part 1; 3 reads 4 in part 1; 4 reads 3 in
         // part 2; 5 reads 0 in part 2.
         let want: Vec<Vec<i64>> = vec![vec![2], vec![1], vec![0], vec![2], vec![1], vec![0]];
         assert_eq!(got, want);
-        assert_eq!(needed_copies(6, |p| &adj[p], part, 0), vec![Vec::<i64>::new(); 6]);
+        assert_eq!(needed_copies(&graph, &order, u64::from, 2, 0), vec![Vec::<i64>::new(); 6]);
     }
 }

@@ -219,14 +219,11 @@ impl CassandraStore {
             p
         };
         let graph = &now.graph;
-        let by_pos: Vec<Vec<u64>> = order
-            .iter()
-            .map(|&v| graph.neighbors(v).iter().map(|&f| new_pos[f as usize]).collect())
-            .collect();
         let copied_to = super::copies::needed_copies(
-            order.len(),
-            |p| &by_pos[p],
-            |p| (p / partition_users) as i64,
+            graph,
+            order,
+            |f| new_pos[f as usize],
+            partition_users,
             friend_copies,
         );
         let copies = copied_to.iter().map(|c| c.len() as u64).sum::<u64>();

@@ -159,10 +159,10 @@ impl CassandraStore {
         }
         w.run(self.session(), "put_user").await?;
         self.copies_since(g, uid, pos, copied_to, encoded_profile, stamp).await?;
-        self.ensure_copies(g, uid, &changed_parts).await?;
+        self.ensure_copies(g, uid, pos, &changed_parts).await?;
         let mine = std::collections::BTreeSet::from([g.part(pos)]);
         stream::iter(touched.iter().copied().filter(|&f| f != uid))
-            .map(|f| self.ensure_copies(g, f, &mine))
+            .map(|f| self.ensure_copies(g, f, probes[&f].pos, &mine))
             .buffer_unordered(FAN)
             .try_collect::<()>()
             .await?;
@@ -198,8 +198,8 @@ impl CassandraStore {
             }
             let changed = pu.has != add || pv.has != add;
             w.run(self.session(), if add { "add_friend" } else { "delete_friend" }).await?;
-            self.ensure_copies(&g, u, &[g.part(pv.pos)].into()).await?;
-            self.ensure_copies(&g, v, &[g.part(pu.pos)].into()).await?;
+            self.ensure_copies(&g, u, pu.pos, &[g.part(pv.pos)].into()).await?;
+            self.ensure_copies(&g, v, pv.pos, &[g.part(pu.pos)].into()).await?;
             Ok(changed)
         })
     }
