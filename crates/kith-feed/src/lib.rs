@@ -28,6 +28,7 @@ pub mod fuzzing;
 mod journal;
 mod metrics;
 mod post;
+pub mod redis_cluster;
 mod task;
 #[doc(hidden)]
 pub mod testing;

@@ -1,5 +1,6 @@
-//! `kith cluster up|status|down|kill|start|add`: local Apache Cassandra clusters on loopback
-//! addresses, for the distributed store's tests, trials and demos.
+//! `kith cluster up|status|down|kill|start|add`: local Apache Cassandra clusters and Redis
+//! Clusters on loopback addresses, for the distributed store's and the service's tests,
+//! trials and demos.
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -8,20 +9,26 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use kith_cassandra::local::{CASSANDRA_VERSION, ClusterConfig, LocalCluster, default_home};
+use kith_feed::redis_cluster::{LocalRedisCluster, RedisClusterConfig};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ClusterCommand {
     /// Start N Cassandra nodes on 127.0.0.1, 127.0.0.2, … (Cassandra's jars are fetched with
     /// Maven the first time), wait until every node is up and knows the others, and create the
-    /// keyspace with replication factor min(3, N).
+    /// keyspace with replication factor min(3, N); then a Redis Cluster of M masters with R
+    /// replicas each on the same addresses (port 6390), made by `redis-cli --cluster create`.
     Up(UpArgs),
-    /// Each node's state (up, starting, down), pid, token and data size.
+    /// Each node's state (up, starting, down), pid, token and data size; each Redis node's
+    /// role, slots and keys.
     Status(StatusArgs),
-    /// Stop every node (SIGTERM, then SIGKILL after the grace period).
+    /// Stop every node, Cassandra's and Redis's (SIGTERM, then SIGKILL after the grace
+    /// period).
     Down(DownArgs),
-    /// Kill one node with SIGKILL, as a crash would.
+    /// Kill one node (Cassandra's with --node, Redis's with --redis-node) with SIGKILL, as a
+    /// crash would.
     Kill(NodeArgs),
-    /// Start a stopped or killed node again, with its data.
+    /// Start a stopped or killed node again, with its data (a Redis master that was
+    /// replaced rejoins as a replica).
     Start(NodeArgs),
     /// Add a node that joins the running cluster and streams its share of the data.
     Add(DirArgs),
@@ -56,6 +63,19 @@ pub(crate) struct UpArgs {
     /// Where Cassandra's jars are kept (default: KITH_CASSANDRA_HOME, else the user's cache).
     #[arg(long)]
     cassandra_home: Option<PathBuf>,
+    /// Redis Cluster masters (3 to 16; 0 starts no Redis).
+    #[arg(long, default_value_t = 3)]
+    redis_masters: usize,
+    /// Replicas per Redis master (0 to 3).
+    #[arg(long, default_value_t = 1)]
+    redis_replicas: usize,
+    /// The port of every Redis node (each has its own address; the cluster bus is port + 10000).
+    #[arg(long, default_value_t = 6390)]
+    redis_port: u16,
+    /// How long a Redis master may be unreachable before a replica replaces it
+    /// (`cluster-node-timeout`).
+    #[arg(long, default_value_t = 2000)]
+    redis_node_timeout_ms: u64,
 }
 
 #[derive(Debug, Args)]
@@ -77,12 +97,16 @@ pub(crate) struct DownArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["node", "redis_node"]))]
 pub(crate) struct NodeArgs {
     #[command(flatten)]
     dir: DirArgs,
-    /// The node's number (1, 2, …, as `status` lists them).
+    /// A Cassandra node's number (1, 2, …, as `status` lists them).
     #[arg(long)]
-    node: usize,
+    node: Option<usize>,
+    /// A Redis node's number (1, 2, …, as `status` lists them).
+    #[arg(long)]
+    redis_node: Option<usize>,
 }
 
 pub(crate) fn run(command: ClusterCommand) -> Result<()> {
@@ -90,26 +114,52 @@ pub(crate) fn run(command: ClusterCommand) -> Result<()> {
         ClusterCommand::Up(a) => up(a),
         ClusterCommand::Status(a) => status(a),
         ClusterCommand::Down(a) => {
+            let grace = Duration::from_secs(a.grace_s);
+            let redis = if LocalRedisCluster::exists(&a.dir.dir) {
+                let mut redis = LocalRedisCluster::open(&a.dir.dir)?;
+                redis.down(grace)?;
+                format!(", {} Redis nodes", redis.nodes.len())
+            } else {
+                String::new()
+            };
             let mut cluster = LocalCluster::open(&a.dir.dir)?;
-            cluster.down(Duration::from_secs(a.grace_s))?;
+            cluster.down(grace)?;
             println!(
-                "cluster in {} stopped ({} nodes)",
+                "cluster in {} stopped ({} Cassandra nodes{redis})",
                 cluster.dir.display(),
                 cluster.nodes.len()
             );
             Ok(())
         }
         ClusterCommand::Kill(a) => {
-            let mut cluster = LocalCluster::open(&a.dir.dir)?;
-            cluster.kill(a.node)?;
-            println!("node {} killed", a.node);
+            match (a.node, a.redis_node) {
+                (Some(node), _) => {
+                    LocalCluster::open(&a.dir.dir)?.kill(node)?;
+                    println!("Cassandra node {node} killed");
+                }
+                (None, Some(node)) => {
+                    LocalRedisCluster::open(&a.dir.dir)?.kill(node)?;
+                    println!("Redis node {node} killed");
+                }
+                (None, None) => unreachable!("clap requires one"),
+            }
             Ok(())
         }
         ClusterCommand::Start(a) => {
-            let mut cluster = LocalCluster::open(&a.dir.dir)?;
-            cluster.progress = true;
-            cluster.restart(a.node)?;
-            println!("node {} is up", a.node);
+            match (a.node, a.redis_node) {
+                (Some(node), _) => {
+                    let mut cluster = LocalCluster::open(&a.dir.dir)?;
+                    cluster.progress = true;
+                    cluster.restart(node)?;
+                    println!("Cassandra node {node} is up");
+                }
+                (None, Some(node)) => {
+                    let mut redis = LocalRedisCluster::open(&a.dir.dir)?;
+                    redis.restart(node, Duration::from_secs(60))?;
+                    println!("Redis node {node} is up");
+                }
+                (None, None) => unreachable!("clap requires one"),
+            }
             Ok(())
         }
         ClusterCommand::Add(a) => {
@@ -125,7 +175,7 @@ pub(crate) fn run(command: ClusterCommand) -> Result<()> {
 fn up(a: UpArgs) -> Result<()> {
     let config = ClusterConfig {
         nodes: a.nodes,
-        dir: a.dir.dir,
+        dir: a.dir.dir.clone(),
         base: a.base,
         heap_mb: a.heap_mb,
         home: a.cassandra_home.unwrap_or_else(default_home),
@@ -147,6 +197,32 @@ fn up(a: UpArgs) -> Result<()> {
         cluster.hosts().join(","),
         a.keyspace
     );
+    if a.redis_masters > 0 {
+        let t = std::time::Instant::now();
+        let redis = LocalRedisCluster::up(&RedisClusterConfig {
+            masters: a.redis_masters,
+            replicas: a.redis_replicas,
+            dir: a.dir.dir,
+            base: a.base,
+            port: a.redis_port,
+            node_timeout: Duration::from_millis(a.redis_node_timeout_ms),
+            timeout: Duration::from_secs(a.timeout_s),
+            progress: true,
+        })?;
+        println!(
+            "redis cluster up: {} masters with {} replicas each in {:.0} s; nodes {}",
+            redis.masters,
+            redis.replicas,
+            t.elapsed().as_secs_f64(),
+            redis.urls()
+        );
+        println!(
+            "  kith serve --cassandra {} --keyspace {} --redis-cluster {}",
+            cluster.hosts().join(","),
+            a.keyspace,
+            redis.urls()
+        );
+    }
     println!("  kith cluster down --dir {}", cluster.dir.display());
     Ok(())
 }
@@ -154,8 +230,13 @@ fn up(a: UpArgs) -> Result<()> {
 fn status(a: StatusArgs) -> Result<()> {
     let cluster = LocalCluster::open(&a.dir.dir)?;
     let nodes = cluster.status();
+    let redis = match LocalRedisCluster::exists(&a.dir.dir) {
+        true => LocalRedisCluster::open(&a.dir.dir)?.status(),
+        false => Vec::new(),
+    };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&nodes)?);
+        let all = serde_json::json!({ "cassandra": nodes, "redis": redis });
+        println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(());
     }
     println!("cluster {} ({})", cluster.name, cluster.dir.display());
@@ -173,6 +254,25 @@ fn status(a: StatusArgs) -> Result<()> {
             n.data_bytes as f64 / 1e6,
             n.token
         );
+    }
+    if !redis.is_empty() {
+        println!("redis cluster");
+        println!(
+            "{:>4}  {:<21} {:<6} {:<8} {:>8} {:>6} {:>10}",
+            "node", "endpoint", "state", "role", "pid", "slots", "keys"
+        );
+        for n in redis {
+            println!(
+                "{:>4}  {:<21} {:<6} {:<8} {:>8} {:>6} {:>10}",
+                n.index,
+                n.endpoint,
+                n.state,
+                n.role,
+                n.pid.map_or("-".to_string(), |p| p.to_string()),
+                n.slots,
+                n.keys
+            );
+        }
     }
     Ok(())
 }
