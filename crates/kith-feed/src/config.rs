@@ -63,8 +63,11 @@ pub struct FeedConfig {
     pub timeline_len: usize,
     /// In-process backend: bytes of posts, friend lists and timelines kept.
     pub cache_bytes: u64,
-    /// The Redis URL, for the Redis backend.
+    /// The Redis URL, for the Redis backend on one Redis.
     pub redis: Option<String>,
+    /// Node URLs of a Redis Cluster, for the Redis backend on a cluster (any reachable one
+    /// finds the others). Exclusive with `redis`.
+    pub redis_cluster: Vec<String>,
     /// Prefix of every Redis key.
     pub redis_prefix: String,
     /// How long a cached friend list lives: the staleness bound for changes made through
@@ -104,6 +107,7 @@ impl Default for FeedConfig {
             timeline_len: 800,
             cache_bytes: 256 << 20,
             redis: None,
+            redis_cluster: Vec::new(),
             redis_prefix: "kith".into(),
             friends_ttl: Duration::from_secs(60),
             fanout_concurrency: 16,

@@ -13,7 +13,7 @@ use prometheus::Registry;
 use tokio::sync::{Mutex as AsyncMutex, Notify, mpsc};
 use tokio::task::JoinHandle;
 
-use crate::cache::Backend;
+use crate::cache::{Backend, Target};
 use crate::config::{CacheMode, FeedConfig, Strategy};
 use crate::error::{Error, Result};
 use crate::journal::{self, Journal, REPLAY_BATCH, RealFs, SharedPending, lock};
@@ -155,9 +155,15 @@ impl Feed {
         }
         let e = engine.clone();
         let mut last = blocking(move || e.last_post_id()).await?;
-        let backend = match &config.redis {
-            Some(url) => Backend::redis(url, &config).await?,
-            None => Backend::local(config.cache_bytes, config.friends_ttl),
+        let backend = match (&config.redis, config.redis_cluster.as_slice()) {
+            (Some(_), [_, ..]) => {
+                return Err(Error::Invalid("one Redis or a Redis Cluster, not both".into()));
+            }
+            (Some(url), []) => Backend::redis(url, &config).await?,
+            (None, [_, ..]) => {
+                Backend::redis_at(Target::Cluster(&config.redis_cluster), &config).await?
+            }
+            (None, []) => Backend::local(config.cache_bytes, config.friends_ttl),
         };
         let pending = SharedPending::default();
         let metrics = Metrics::new(registry);

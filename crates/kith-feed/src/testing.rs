@@ -227,3 +227,69 @@ impl TestRedis {
         &self.url
     }
 }
+
+/// The Redis Cluster tests share: the one `KITH_TEST_REDIS_CLUSTER` names (node URLs,
+/// comma-separated, as `kith serve --redis-cluster` takes them; the test command starts one
+/// with `kith cluster up`), or else one started for the whole test process on 127.0.7.1–6
+/// (three masters, one replica each), killed when the process exits. Tests keep apart by
+/// key prefix; tests that break the cluster start one of their own.
+///
+/// # Panics
+/// If none is named and none can be started here, saying why.
+pub fn test_redis_cluster() -> Vec<String> {
+    use std::sync::OnceLock;
+
+    use crate::redis_cluster::{LocalRedisCluster, RedisClusterConfig};
+
+    static STARTED: OnceLock<Result<LocalRedisCluster, String>> = OnceLock::new();
+    extern "C" fn stop_at_exit() {
+        if let Some(Ok(cluster)) = STARTED.get() {
+            let _ = cluster.clone().down(Duration::ZERO);
+            let _ = std::fs::remove_dir_all(&cluster.dir);
+        }
+    }
+    if let Ok(urls) = std::env::var("KITH_TEST_REDIS_CLUSTER") {
+        return urls.split(',').map(str::to_string).collect();
+    }
+    let started = STARTED.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("kith-test-redis-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let base = std::net::Ipv4Addr::new(127, 0, 7, 1);
+        let config = RedisClusterConfig {
+            dir,
+            base,
+            port: free_port_on(base, 6).map_err(|e| e.to_string())?,
+            ..RedisClusterConfig::default()
+        };
+        let cluster = LocalRedisCluster::up(&config).map_err(|e| e.to_string())?;
+        // SAFETY: registers a plain extern "C" function with no preconditions.
+        unsafe {
+            libc::atexit(stop_at_exit);
+        }
+        Ok(cluster)
+    });
+    match started {
+        Ok(cluster) => cluster.urls().split(',').map(str::to_string).collect(),
+        Err(e) => panic!(
+            "no test Redis Cluster (set KITH_TEST_REDIS_CLUSTER or let the test start one): {e}"
+        ),
+    }
+}
+
+/// A port free on `nodes` consecutive addresses from `base`, with its cluster-bus port
+/// (+10000) free too.
+pub fn free_port_on(base: std::net::Ipv4Addr, nodes: u32) -> std::io::Result<u16> {
+    use std::net::{Ipv4Addr, TcpListener};
+    'next: for port in (21000..40000u16).step_by(37) {
+        for i in 0..nodes {
+            let addr = Ipv4Addr::from(u32::from(base) + i);
+            if TcpListener::bind((addr, port)).is_err()
+                || TcpListener::bind((addr, port + 10000)).is_err()
+            {
+                continue 'next;
+            }
+        }
+        return Ok(port);
+    }
+    Err(std::io::Error::other(format!("no free port pair on {nodes} addresses from {base}")))
+}

@@ -76,6 +76,25 @@ end
 return 1
 ";
 
+/// KEYS[1] the friend list, KEYS[2] its version (one slot: the same hash tag). ARGV: the
+/// version the filler saw before reading the store ('' for none), the list, the time to
+/// live in ms. Caches the list only if no change bumped the version since: so no server
+/// caches a list older than a change any server acknowledged.
+pub(super) const LUA_FRIENDS_FILL: &str = r"
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+";
+
+/// KEYS[1] the friend list, KEYS[2] its version. ARGV: how long the version lives (ms,
+/// longer than any fill can take). Bumps the version, then drops the list.
+pub(super) const LUA_FRIENDS_DROP: &str = r"
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1
+";
+
 /// A script's full text: the helpers, then its body.
 pub(super) fn script_text(body: &str) -> String {
     format!("{LUA_HELPERS}\n{body}")

@@ -21,6 +21,7 @@
 //! write left stale are never served (`health.rs`); `tests_faults.rs` breaks a real Redis
 //! in each way to check it.
 
+mod con;
 mod health;
 mod local;
 mod lua;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 use self::local::Local;
 use self::redis::Redis;
+pub use self::redis::Target;
 use crate::config::FeedConfig;
 use crate::error::{Error, Result};
 use crate::post::Post;
@@ -57,7 +59,12 @@ impl Backend {
     /// Connects to Redis at `url` (checked with a PING), with the prefix, friend-list time
     /// to live, timeouts and probe interval of `config`.
     pub async fn redis(url: &str, config: &FeedConfig) -> Result<Backend> {
-        Ok(Backend::Redis(Box::new(Redis::connect(url, config).await?)))
+        Backend::redis_at(Target::One(url), config).await
+    }
+
+    /// Connects to one Redis or a Redis Cluster.
+    pub async fn redis_at(target: Target<'_>, config: &FeedConfig) -> Result<Backend> {
+        Ok(Backend::Redis(Box::new(Redis::connect(target, config).await?)))
     }
 
     /// Why the backend is not serving (Redis down, paused or refusing writes), or `None`
@@ -126,15 +133,26 @@ impl Backend {
         }
     }
 
-    /// Caches a friend list for the time to live.
-    pub async fn put_friends(&self, uid: u64, list: Arc<[u64]>) -> Result<()> {
+    /// The version of a friend list, to read before reading the store for a fill and to
+    /// hand to [`Backend::put_friends`] (Redis; in process, a fill is guarded by the feed's
+    /// own stripes, and this is empty).
+    pub async fn friends_version(&self, uid: u64) -> Result<String> {
         match self {
-            Backend::Local(l) => l.put_friends(uid, list),
-            Backend::Redis(r) => r.put_friends(uid, &list).await,
+            Backend::Local(_) => Ok(String::new()),
+            Backend::Redis(r) => r.friends_version(uid).await,
         }
     }
 
-    /// Drops cached friend lists.
+    /// Caches a friend list for the time to live, unless a change bumped its version since
+    /// `version` was read.
+    pub async fn put_friends(&self, uid: u64, list: Arc<[u64]>, version: &str) -> Result<()> {
+        match self {
+            Backend::Local(l) => l.put_friends(uid, list),
+            Backend::Redis(r) => r.put_friends(uid, &list, version).await,
+        }
+    }
+
+    /// Drops cached friend lists (and bumps their versions).
     pub async fn del_friends(&self, uids: &[u64]) -> Result<()> {
         match self {
             Backend::Local(l) => l.del_friends(uids),

@@ -1,33 +1,52 @@
-//! The Redis backend: one reconnecting multiplexed connection (the redis crate's
-//! `ConnectionManager`: requests from all tasks are pipelined on it, and a dropped
-//! connection is rebuilt in the background), keys under a prefix so several servers can
-//! share one Redis.
+//! The Redis backend, on one Redis or a Redis Cluster (`con.rs`): keys under a prefix so
+//! several servers can share it, and one reconnecting multiplexed connection (requests from
+//! all tasks are pipelined on it).
 //!
 //! Every call is bounded in time (the connection timeout plus the response timeout) and
 //! goes through the circuit breaker of `health.rs`: once Redis is found unavailable, calls
-//! fail at once until a probe, every probe interval, gets a write through. The feed answers
-//! failed reads from the store, so a Redis that is down, paused or refusing writes costs
-//! speed, not answers.
+//! fail at once until a probe, every probe interval, gets a write through (and, on a
+//! cluster, finds every slot served). The feed answers failed reads from the store, so a
+//! Redis that is down, paused or refusing writes costs speed, not answers.
 //!
-//! Keys: `<prefix>:p:<id>` holds a post's stored form, `<prefix>:f:<uid>` a friend list
-//! (little-endian `u64`s, expiring after the time to live) and `<prefix>:t:<uid>` a timeline:
-//! a sorted set of post ids scored by themselves (exact, ids are below 2^53). The floor is a
-//! member of the same set (`f<floor>`, score -1; `b`, score -2, marks a build in progress),
-//! so eviction removes a timeline and its floor together. Every timeline step that reads
-//! the floor is a Lua script (`lua.rs`), so it is atomic against concurrent pushes and
-//! builds. `<prefix>:probe` is the probe's key.
+//! Keys: `<prefix>:p:<id>` holds a post's stored form, `<prefix>:f:{<uid>}` a friend list
+//! (little-endian `u64`s, expiring after the time to live) with its version at
+//! `<prefix>:fv:{<uid>}`, and `<prefix>:t:{<uid>}` a timeline: a sorted set of post ids
+//! scored by themselves (exact, ids are below 2^53). The floor is a member of the same set
+//! (`f<floor>`, score -1; `b`, score -2, marks a build in progress), so eviction removes a
+//! timeline and its floor together. The user's id is the hash tag of each of the user's
+//! keys, so on a cluster they share a slot, and every script (`lua.rs`) touches one slot.
+//! Every timeline step that reads the floor is a script, so it is atomic against
+//! concurrent pushes and builds. `<prefix>:probe` is the probe's key.
+//!
+//! A friend-list fill is cached only if the list's version is the one the filler read
+//! before it read the store, and every change bumps the version before dropping the list:
+//! so no server caches a list older than a change that any server sharing the Redis
+//! acknowledged.
+//!
+//! On a cluster, a watcher reads the slot map every [`WATCH_INTERVAL`]: pushes go out as one
+//! pipeline per master, and when a slot's master changes (a replica took over), every
+//! timeline and friend list on the new master is dropped, since replication is
+//! asynchronous and the old master may have acknowledged pushes and invalidations the new
+//! one never got. They are rebuilt from the store on their next read.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use futures_util::future::try_join_all;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, RedisError, RedisResult};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
+use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
+use super::con::{Con, Masters, slot};
 use super::health::{Health, unavailable};
-use super::lua::{LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_READ, script_text};
+use super::lua::{
+    LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, script_text,
+};
 use crate::config::FeedConfig;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::post::Post;
 
 /// The Redis backend.
@@ -38,11 +57,24 @@ pub struct Redis {
     begin: redis::Script,
     finish: redis::Script,
     add: redis::Script,
+    fill: redis::Script,
 }
 
-/// What the backend and its probe share.
+/// Where the backend connects.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// One Redis.
+    One(&'a str),
+    /// Nodes of a Redis Cluster (any reachable one is enough to find the others).
+    Cluster(&'a [String]),
+}
+
+/// What the backend, its probe and its watcher share.
 struct Shared {
-    con: ConnectionManager,
+    con: Con,
+    /// A cluster's slot map (empty on one Redis).
+    masters: Mutex<Arc<Masters>>,
+    drop_script: redis::Script,
     prefix: String,
     friends_ttl: Duration,
     /// The longest one call may take: waiting for a connection, then for the reply.
@@ -62,6 +94,14 @@ impl std::fmt::Debug for Redis {
 
 /// Users whose pushes go in one pipeline.
 const ADD_PIPELINE: usize = 512;
+
+/// How often a cluster's slot map is read again.
+pub(super) const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long a friend list's version outlives its last change: far longer than any fill
+/// (whose store read is bounded by the store's timeouts) can take, so a fill never
+/// compares against a version that expired and came back.
+const VERSION_TTL: Duration = Duration::from_secs(600);
 
 /// Keys deleted per command when Redis is back.
 const REPAIR_BATCH: usize = 1000;
@@ -87,32 +127,65 @@ fn glob_escape(s: &str) -> String {
 impl Redis {
     pub(super) const NAME: &'static str = "redis";
 
-    /// Connects to `url` with the timeouts of `config`, checked with a PING.
-    pub(super) async fn connect(url: &str, config: &FeedConfig) -> Result<Redis> {
-        let client = redis::Client::open(url)?;
-        // No reconnection retries inside the manager: a call waiting for them would wait
-        // past its deadline. The probe retries instead, every probe interval.
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(config.redis_connect_timeout)
-            .set_response_timeout(config.redis_response_timeout)
-            .set_number_of_retries(0);
-        let mut con = ConnectionManager::new_with_config(client, manager).await?;
+    /// Connects to one Redis or a cluster with the timeouts of `config`, checked with a
+    /// PING (and, on a cluster, its slot map read).
+    pub(super) async fn connect(target: Target<'_>, config: &FeedConfig) -> Result<Redis> {
+        if config.redis_prefix.contains(['{', '}']) {
+            return Err(Error::Invalid(format!(
+                "redis prefix {:?}: braces would change which slot keys live in",
+                config.redis_prefix
+            )));
+        }
+        let mut con = match target {
+            Target::One(url) => {
+                let client = redis::Client::open(url)?;
+                // No reconnection retries inside the manager: a call waiting for them would
+                // wait past its deadline. The probe retries instead, every probe interval.
+                let manager = ConnectionManagerConfig::new()
+                    .set_connection_timeout(config.redis_connect_timeout)
+                    .set_response_timeout(config.redis_response_timeout)
+                    .set_number_of_retries(0);
+                Con::Single(ConnectionManager::new_with_config(client, manager).await?)
+            }
+            Target::Cluster(urls) => {
+                // Redirections (MOVED, ASK) need retries; two, quickly, keep a call within
+                // its deadline.
+                let client = ClusterClientBuilder::new(urls.to_vec())
+                    .connection_timeout(config.redis_connect_timeout)
+                    .response_timeout(config.redis_response_timeout)
+                    .retries(2)
+                    .min_retry_wait(10)
+                    .max_retry_wait(100)
+                    .build()?;
+                Con::Cluster(client.get_async_connection().await?)
+            }
+        };
         let _: String = redis::cmd("PING").query_async(&mut con).await?;
+        let masters = match target {
+            Target::One(_) => Masters::default(),
+            Target::Cluster(_) => Masters::fetch(&mut con).await?,
+        };
         let script = |body| redis::Script::new(&script_text(body));
-        let shared = Shared {
+        let shared = Arc::new(Shared {
             con,
+            masters: Mutex::new(Arc::new(masters)),
+            drop_script: script(LUA_FRIENDS_DROP),
             prefix: config.redis_prefix.clone(),
             friends_ttl: config.friends_ttl,
             deadline: config.redis_connect_timeout + config.redis_response_timeout,
             probe_interval: config.redis_probe_interval,
             health: Health::default(),
-        };
+        });
+        if let Target::Cluster(_) = target {
+            tokio::spawn(Shared::watch(Arc::downgrade(&shared)));
+        }
         Ok(Redis {
-            shared: Arc::new(shared),
+            shared,
             read: script(LUA_READ),
             begin: script(LUA_BEGIN),
             finish: script(LUA_FINISH),
             add: script(LUA_ADD),
+            fill: script(LUA_FRIENDS_FILL),
         })
     }
 
@@ -130,10 +203,10 @@ impl Redis {
     }
 
     fn timeline_key(&self, uid: u64) -> String {
-        format!("{}:t:{uid}", self.shared.prefix)
+        self.shared.timeline_key(uid)
     }
 
-    fn con(&self) -> ConnectionManager {
+    fn con(&self) -> Con {
         self.shared.con.clone()
     }
 
@@ -179,17 +252,17 @@ impl Redis {
             .collect()
     }
 
-    /// One pipeline of SETs.
+    /// One MSET (split by slot on a cluster).
     pub(super) async fn put_posts(&self, posts: &[Arc<Post>]) -> Result<()> {
         if posts.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
+        let mut cmd = redis::cmd("MSET");
         for p in posts {
-            pipe.set(self.post_key(p.id), p.encode()).ignore();
+            cmd.arg(self.post_key(p.id)).arg(p.encode());
         }
         let mut con = self.con();
-        self.run("SET posts", pipe.query_async::<()>(&mut con)).await
+        self.run("MSET posts", cmd.query_async::<()>(&mut con)).await
     }
 
     pub(super) async fn del_posts(&self, ids: &[u64]) -> Result<()> {
@@ -213,28 +286,37 @@ impl Redis {
         }))
     }
 
-    /// SET with PX, at least one millisecond (zero would be refused). The list replaces
-    /// any stale one.
-    pub(super) async fn put_friends(&self, uid: u64, list: &[u64]) -> Result<()> {
+    /// The list's version now, to hand to [`Redis::put_friends`] after reading the store.
+    pub(super) async fn friends_version(&self, uid: u64) -> Result<String> {
+        let mut con = self.con();
+        let key = self.shared.version_key(uid);
+        let got: Option<String> = self.run("GET friends version", con.get(key)).await?;
+        Ok(got.unwrap_or_default())
+    }
+
+    /// Caches the list (with PX, at least one millisecond: zero would be refused) unless a
+    /// change bumped its version since `version` was read. The list replaces any stale one.
+    pub(super) async fn put_friends(&self, uid: u64, list: &[u64], version: &str) -> Result<()> {
         let mut con = self.con();
         let ttl = self.shared.friends_ttl.as_millis().max(1) as u64;
         let bytes: Vec<u8> = list.iter().flat_map(|f| f.to_le_bytes()).collect();
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(self.friends_key(uid)).arg(bytes).arg("PX").arg(ttl);
-        self.run("SET friends", cmd.query_async::<()>(&mut con)).await?;
-        self.shared.health.friends_fresh(&[uid]);
+        let mut inv = self.fill.key(self.friends_key(uid));
+        inv.key(self.shared.version_key(uid)).arg(version).arg(bytes).arg(ttl);
+        let cached: i64 = self.run("friends fill", inv.invoke_async(&mut con)).await?;
+        if cached == 1 {
+            self.shared.health.friends_fresh(&[uid]);
+        }
         Ok(())
     }
 
-    /// DEL; when it fails, the lists are remembered as stale and never served.
+    /// Bumps each list's version and drops it (one script per user, one pipeline per
+    /// master); when that fails, the lists are remembered as stale and never served here.
     pub(super) async fn del_friends(&self, uids: &[u64]) -> Result<()> {
         if uids.is_empty() {
             return Ok(());
         }
-        let keys: Vec<String> = uids.iter().map(|&u| self.friends_key(u)).collect();
-        let mut con = self.con();
         let health = &self.shared.health;
-        match self.run("DEL friends", con.del::<_, ()>(keys)).await {
+        match self.run("drop friends", self.shared.drop_friends(uids)).await {
             Ok(()) => {
                 health.friends_fresh(uids);
                 Ok(())
@@ -295,39 +377,30 @@ impl Redis {
         self.run("timeline finish", inv.invoke_async::<()>(&mut con)).await
     }
 
-    /// EVALSHA of the add script per user, [`ADD_PIPELINE`] users per pipeline; a Redis
-    /// that does not know the script yet (NOSCRIPT) gets it loaded and the pipeline again.
-    /// When a pipeline fails, these users' timelines are remembered as stale.
+    /// EVALSHA of the add script per user, [`ADD_PIPELINE`] users per pipeline, one
+    /// pipeline per master at a time on a cluster. When a pipeline fails, these users'
+    /// timelines are remembered as stale.
     pub(super) async fn timeline_add(&self, uids: &[u64], ids: &[u64], cap: usize) -> Result<()> {
-        let added = self.timeline_add_all(uids, ids, cap).await;
+        let added = self.run("timeline push", self.timeline_add_all(uids, ids, cap)).await;
         if added.is_err() {
             self.shared.health.timelines_stale(uids);
         }
         added
     }
 
-    async fn timeline_add_all(&self, uids: &[u64], ids: &[u64], cap: usize) -> Result<()> {
-        let mut con = self.con();
+    async fn timeline_add_all(&self, uids: &[u64], ids: &[u64], cap: usize) -> RedisResult<()> {
         let hash = self.add.get_hash().to_string();
         for chunk in uids.chunks(ADD_PIPELINE) {
-            let mut pipe = redis::pipe();
-            for &u in chunk {
+            let cmds = chunk.iter().map(|&u| {
+                let key = self.timeline_key(u);
                 let mut cmd = redis::cmd("EVALSHA");
-                cmd.arg(&hash).arg(1).arg(self.timeline_key(u)).arg(cap);
+                cmd.arg(&hash).arg(1).arg(&key).arg(cap);
                 for id in ids {
                     cmd.arg(id);
                 }
-                pipe.add_command(cmd).ignore();
-            }
-            match self.run("timeline push", pipe.query_async::<()>(&mut con)).await {
-                Err(crate::Error::Redis(e)) if e.kind() == redis::ErrorKind::NoScriptError => {
-                    let mut load = redis::cmd("SCRIPT");
-                    load.arg("LOAD").arg(script_text(LUA_ADD));
-                    self.run("SCRIPT LOAD", load.query_async::<String>(&mut con)).await?;
-                    self.run("timeline push", pipe.query_async::<()>(&mut con)).await?;
-                }
-                other => other?,
-            }
+                (key, cmd)
+            });
+            self.shared.per_master(cmds.collect(), LUA_ADD).await?;
         }
         Ok(())
     }
@@ -345,7 +418,167 @@ impl Redis {
 
 impl Shared {
     fn friends_key(&self, uid: u64) -> String {
-        format!("{}:f:{uid}", self.prefix)
+        format!("{}:f:{{{uid}}}", self.prefix)
+    }
+
+    fn version_key(&self, uid: u64) -> String {
+        format!("{}:fv:{{{uid}}}", self.prefix)
+    }
+
+    fn timeline_key(&self, uid: u64) -> String {
+        format!("{}:t:{{{uid}}}", self.prefix)
+    }
+
+    fn masters(&self) -> Arc<Masters> {
+        self.masters.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Bumps the versions of these users' friend lists and drops the lists.
+    async fn drop_friends(&self, uids: &[u64]) -> RedisResult<()> {
+        let hash = self.drop_script.get_hash().to_string();
+        let ttl = VERSION_TTL.max(self.friends_ttl).as_millis() as u64;
+        let cmds = uids.iter().map(|&u| {
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(&hash).arg(2).arg(self.friends_key(u)).arg(self.version_key(u)).arg(ttl);
+            (self.friends_key(u), cmd)
+        });
+        self.per_master(cmds.collect(), LUA_FRIENDS_DROP).await
+    }
+
+    /// Sends script calls (each with the key that places it) as one pipeline per master
+    /// (on one Redis, one pipeline), all masters at once. A Redis that does not know the
+    /// script yet (NOSCRIPT: new, restarted, or a replica just promoted) gets it loaded on
+    /// every master and the calls again.
+    async fn per_master(&self, cmds: Vec<(String, Cmd)>, script: &str) -> RedisResult<()> {
+        match self.per_master_once(&cmds).await {
+            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                self.load_everywhere(script).await?;
+                self.per_master_once(&cmds).await
+            }
+            other => other,
+        }
+    }
+
+    async fn per_master_once(&self, cmds: &[(String, Cmd)]) -> RedisResult<()> {
+        let masters = self.masters();
+        // Grouped by master, each group under the slot of its first key.
+        let mut groups: HashMap<String, (u16, redis::Pipeline)> = HashMap::new();
+        for (key, cmd) in cmds {
+            let s = slot(key.as_bytes());
+            let node = masters.of(s).map_or_else(String::new, |m| m.id.clone());
+            let (_, pipe) = groups.entry(node).or_insert_with(|| (s, redis::pipe()));
+            pipe.add_command(cmd.clone()).ignore();
+        }
+        let sends = groups.into_values().map(|(s, pipe)| {
+            let mut con = self.con.clone();
+            async move { con.pipeline_to(s, &pipe).await }
+        });
+        let got = try_join_all(sends).await.map(drop);
+        if got.is_err() && !masters.is_empty() {
+            // A slot may have moved: read the map again for the retry.
+            self.refresh().await;
+        }
+        got
+    }
+
+    /// Loads a script on every master (on one Redis, on it).
+    async fn load_everywhere(&self, body: &str) -> RedisResult<()> {
+        let mut load = redis::cmd("SCRIPT");
+        load.arg("LOAD").arg(script_text(body));
+        let mut con = self.con.clone();
+        match &mut con {
+            Con::Single(c) => load.query_async::<String>(c).await.map(drop),
+            Con::Cluster(c) => {
+                let all = RoutingInfo::MultiNode((
+                    MultipleNodeRoutingInfo::AllMasters,
+                    Some(ResponsePolicy::AllSucceeded),
+                ));
+                c.route_command(&load, all).await.map(drop)
+            }
+        }
+    }
+
+    /// Reads a cluster's slot map again; returns the masters that took slots over from
+    /// another master since the last read.
+    async fn refresh(&self) -> Vec<super::con::Master> {
+        let mut con = self.con.clone();
+        let Ok(Ok(now)) = tokio::time::timeout(self.deadline, Masters::fetch(&mut con)).await
+        else {
+            return Vec::new();
+        };
+        if now.is_empty() {
+            return Vec::new();
+        }
+        let mut slot = self.masters.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken = now.taken_over_from(&slot);
+        *slot = Arc::new(now);
+        taken
+    }
+
+    /// A cluster's watcher, until the backend is dropped: reads the slot map every
+    /// [`WATCH_INTERVAL`], and drops every timeline and friend list on a master that took
+    /// slots over (retried on the next round until it succeeds).
+    async fn watch(shared: Weak<Shared>) {
+        let mut owed: Vec<super::con::Master> = Vec::new();
+        loop {
+            tokio::time::sleep(WATCH_INTERVAL).await;
+            let Some(s) = shared.upgrade() else { return };
+            for m in s.refresh().await {
+                if !owed.contains(&m) {
+                    owed.push(m);
+                }
+            }
+            let mut still = Vec::new();
+            for m in owed.drain(..) {
+                let node = (m.host.clone(), m.port);
+                match s.drop_on(Some(&node), &["t", "f"]).await {
+                    Ok(n) => eprintln!(
+                        "kith feed: redis master {}:{} took slots over; dropped {n} timelines \
+                         and friend lists it may hold stale (rebuilt from the store)",
+                        m.host, m.port
+                    ),
+                    Err(e) => {
+                        eprintln!(
+                            "kith feed: dropping entries on redis master {}:{} after a \
+                             failover failed (will retry): {e}",
+                            m.host, m.port
+                        );
+                        still.push(m);
+                    }
+                }
+            }
+            owed = still;
+        }
+    }
+
+    /// Deletes every key of these kinds (`t` timelines, `f` friend lists) under the prefix
+    /// on one node of a cluster, or on the one Redis, a SCAN page at a time. Returns how
+    /// many.
+    async fn drop_on(&self, node: Option<&(String, u16)>, kinds: &[&str]) -> RedisResult<usize> {
+        let mut dropped = 0;
+        for kind in kinds {
+            let pattern = format!("{}:{kind}:*", glob_escape(&self.prefix));
+            let mut cursor = 0u64;
+            loop {
+                let mut scan = redis::cmd("SCAN");
+                scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(REPAIR_BATCH);
+                let mut con = self.con.clone();
+                let reply = match node {
+                    Some(node) => self.bounded("SCAN", con.command_at(node, &scan)).await?,
+                    None => self.bounded("SCAN", scan.query_async(&mut con)).await?,
+                };
+                let (next, keys): (u64, Vec<String>) = redis::from_redis_value(&reply)?;
+                if !keys.is_empty() {
+                    dropped += keys.len();
+                    self.bounded("UNLINK", con.unlink::<_, ()>(keys)).await?;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(dropped)
     }
 
     /// Every probe interval, until the backend is dropped: repairs and closes the circuit
@@ -390,34 +623,40 @@ impl Shared {
             if uids.is_empty() {
                 break;
             }
-            let keys: Vec<String> = uids.iter().map(|&u| self.friends_key(u)).collect();
-            self.bounded("DEL friends", con.del::<_, ()>(keys)).await?;
+            self.bounded("drop friends", self.drop_friends(&uids)).await?;
             self.health.friends_fresh(&uids);
         }
+        if !self.masters().is_empty() {
+            // Every slot served, as the cluster sees itself.
+            let info: String = self
+                .bounded("CLUSTER INFO", redis::cmd("CLUSTER").arg("INFO").query_async(&mut con))
+                .await?;
+            if !info.contains("cluster_state:ok") {
+                return Err(RedisError::from((
+                    redis::ErrorKind::ClusterDown,
+                    "cluster not ok",
+                    "some slots have no reachable master".to_string(),
+                )));
+            }
+        }
         if let Some(loss) = self.health.all_timelines_lost() {
-            self.drop_timelines(&mut con).await?;
+            self.drop_timelines().await?;
             self.health.timelines_dropped(loss);
         }
         Ok(())
     }
 
-    /// Deletes every timeline under the prefix, a SCAN page at a time.
-    async fn drop_timelines(&self, con: &mut ConnectionManager) -> RedisResult<()> {
-        let pattern = format!("{}:t:*", glob_escape(&self.prefix));
-        let mut cursor = 0u64;
-        loop {
-            let mut scan = redis::cmd("SCAN");
-            scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(REPAIR_BATCH);
-            let (next, keys): (u64, Vec<String>) =
-                self.bounded("SCAN timelines", scan.query_async(con)).await?;
-            if !keys.is_empty() {
-                self.bounded("UNLINK timelines", con.unlink::<_, ()>(keys)).await?;
-            }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
+    /// Deletes every timeline under the prefix: on each master of a cluster, or on the
+    /// one Redis.
+    async fn drop_timelines(&self) -> RedisResult<()> {
+        let masters = self.masters();
+        if masters.is_empty() {
+            return self.drop_on(None, &["t"]).await.map(drop);
         }
+        for m in masters.all() {
+            self.drop_on(Some(&(m.host.clone(), m.port)), &["t"]).await?;
+        }
+        Ok(())
     }
 
     async fn bounded<T>(

@@ -1,7 +1,8 @@
-//! The same scenarios on both backends, so the in-process timelines and the Lua scripts keep
-//! the same floor rules; the Redis one runs against `KITH_TEST_REDIS` or, when that is not
-//! set, a private `redis-server`. Then what only one backend has: the byte bound and its
-//! accounting in process, the key layout and markers in Redis.
+//! The same scenarios on every backend, so the in-process timelines and the Lua scripts keep
+//! the same floor rules: in process, on one Redis (`KITH_TEST_REDIS` or, when that is not
+//! set, a private `redis-server`) and on a Redis Cluster (`testing::test_redis_cluster`).
+//! Then what only one backend has: the byte bound and its accounting in process, the key
+//! layout and markers in Redis, the friend-list versions shared by servers.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,8 +19,10 @@ const TTL: Duration = Duration::from_secs(600);
 struct Backends {
     local: Backend,
     redis: Backend,
+    cluster: Backend,
     prefix: String,
     server: TestRedis,
+    cluster_urls: Vec<String>,
 }
 
 impl Backends {
@@ -30,11 +33,21 @@ impl Backends {
         let config =
             FeedConfig { redis_prefix: prefix.clone(), friends_ttl, ..FeedConfig::default() };
         let redis = Backend::redis(server.url(), &config).await.unwrap();
-        Backends { local: Backend::local(1 << 30, friends_ttl), redis, prefix, server }
+        let cluster_urls = crate::testing::test_redis_cluster();
+        let cluster =
+            Backend::redis_at(super::Target::Cluster(&cluster_urls), &config).await.unwrap();
+        Backends {
+            local: Backend::local(1 << 30, friends_ttl),
+            redis,
+            cluster,
+            prefix,
+            server,
+            cluster_urls,
+        }
     }
 
-    fn both(&self) -> [&Backend; 2] {
-        [&self.local, &self.redis]
+    fn both(&self) -> [&Backend; 3] {
+        [&self.local, &self.redis, &self.cluster]
     }
 
     async fn raw(&self) -> redis::aio::MultiplexedConnection {
@@ -44,20 +57,31 @@ impl Backends {
 }
 
 impl Drop for Backends {
+    /// Deletes the test's keys on the Redis and on every node of the cluster (replicas
+    /// refuse, and follow their masters).
     fn drop(&mut self) {
-        let Ok(mut con) = redis::Client::open(self.server.url())
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
-        else {
-            return;
-        };
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{}:*", self.prefix))
-            .query(&mut con)
-            .unwrap_or_default();
-        if !keys.is_empty() {
-            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut con);
+        let urls = std::iter::once(self.server.url().to_string()).chain(self.cluster_urls.clone());
+        for url in urls {
+            let Ok(mut con) = redis::Client::open(url)
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            else {
+                continue;
+            };
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}:*", self.prefix))
+                .query(&mut con)
+                .unwrap_or_default();
+            for k in keys {
+                let _: redis::RedisResult<()> = redis::cmd("DEL").arg(k).query(&mut con);
+            }
         }
     }
+}
+
+/// Caches a list as a fill does: its version first.
+async fn fill(b: &Backend, uid: u64, list: &[u64]) {
+    let version = b.friends_version(uid).await.unwrap();
+    b.put_friends(uid, Arc::from(list), &version).await.unwrap();
 }
 
 fn post(id: u64) -> Arc<Post> {
@@ -92,11 +116,11 @@ async fn friend_lists_keep_their_order() {
     for b in all.both() {
         let name = b.name();
         assert_eq!(b.get_friends(5).await.unwrap(), None, "{name}");
-        b.put_friends(5, Arc::from([3, 1, 2])).await.unwrap();
-        b.put_friends(6, Arc::from([])).await.unwrap();
+        fill(b, 5, &[3, 1, 2]).await;
+        fill(b, 6, &[]).await;
         assert_eq!(b.get_friends(5).await.unwrap().as_deref(), Some(&[3, 1, 2][..]), "{name}");
         assert_eq!(b.get_friends(6).await.unwrap().as_deref(), Some(&[][..]), "{name}");
-        b.put_friends(5, Arc::from([4])).await.unwrap();
+        fill(b, 5, &[4]).await;
         assert_eq!(b.get_friends(5).await.unwrap().as_deref(), Some(&[4][..]), "{name}");
         b.del_friends(&[]).await.unwrap();
         b.del_friends(&[5, 7]).await.unwrap();
@@ -109,7 +133,7 @@ async fn friend_lists_keep_their_order() {
 async fn only_friend_lists_expire() {
     let all = Backends::new("ttl", Duration::from_millis(150)).await;
     for b in all.both() {
-        b.put_friends(5, Arc::from([1, 2])).await.unwrap();
+        fill(b, 5, &[1, 2]).await;
         b.put_posts(&[post(1)]).await.unwrap();
         b.timeline_finish(1, &[1], 0, 10).await.unwrap();
         assert!(b.get_friends(5).await.unwrap().is_some(), "{}", b.name());
@@ -207,7 +231,7 @@ async fn in_process_bytes_are_weighed() {
     b.put_posts(&[post(1)]).await.unwrap();
     let post_bytes = 64 + "post 1".len() as u64;
     assert_eq!(b.bytes(), Some(post_bytes));
-    b.put_friends(5, Arc::from([1, 2, 3])).await.unwrap();
+    fill(&b, 5, &[1, 2, 3]).await;
     assert_eq!(b.bytes(), Some(post_bytes + 48 + 3 * 8));
     b.timeline_begin(9).await.unwrap();
     assert_eq!(b.bytes(), Some(post_bytes + 72 + 64));
@@ -242,16 +266,22 @@ async fn redis_keys_scores_and_markers() {
     let (b, p) = (&all.redis, &all.prefix);
     assert_eq!((b.name(), b.bytes()), ("redis", None));
     b.put_posts(&[post(7)]).await.unwrap();
-    b.put_friends(5, Arc::from([1, 258])).await.unwrap();
+    fill(b, 5, &[1, 258]).await;
     b.timeline_begin(1).await.unwrap();
     let mut con = all.raw().await;
     let stored: Vec<u8> = con.get(format!("{p}:p:7")).await.unwrap();
     assert_eq!(stored, post(7).encode());
-    let friends: Vec<u8> = con.get(format!("{p}:f:5")).await.unwrap();
+    let friends: Vec<u8> = con.get(format!("{p}:f:{{5}}")).await.unwrap();
     assert_eq!(friends, [1u64, 258].iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<_>>());
-    let ttl: i64 = con.pttl(format!("{p}:f:5")).await.unwrap();
+    let ttl: i64 = con.pttl(format!("{p}:f:{{5}}")).await.unwrap();
     assert!(ttl > 0 && ttl <= TTL.as_millis() as i64, "{ttl}");
-    let t = format!("{p}:t:1");
+    // A change bumps the version (which outlives any fill) and drops the list.
+    b.del_friends(&[5]).await.unwrap();
+    let version: String = con.get(format!("{p}:fv:{{5}}")).await.unwrap();
+    assert_eq!(version, "1");
+    let ttl: i64 = con.pttl(format!("{p}:fv:{{5}}")).await.unwrap();
+    assert!(ttl > TTL.as_millis() as i64 / 2, "{ttl}");
+    let t = format!("{p}:t:{{1}}");
     let members: Vec<(String, f64)> = con.zrange_withscores(&t, 0, -1).await.unwrap();
     assert_eq!(members, vec![("b".to_string(), -2.0)]);
     b.timeline_finish(1, &[12, 11, 10], 10, 2).await.unwrap();
@@ -264,4 +294,26 @@ async fn redis_keys_scores_and_markers() {
     assert!(err.contains("cached post 9 in redis"), "{err}");
     // Ids past 2^53 read the whole timeline.
     assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![12, 11], 11)));
+}
+
+/// Two servers sharing one Redis or one cluster: a fill that read the store before another
+/// server's change is not cached, whichever server does what.
+#[tokio::test]
+async fn a_fill_that_raced_another_servers_change_is_not_cached() {
+    let all = Backends::new("race", TTL).await;
+    let config = FeedConfig { redis_prefix: all.prefix.clone(), ..FeedConfig::default() };
+    let other_redis = Backend::redis(all.server.url(), &config).await.unwrap();
+    let other_cluster =
+        Backend::redis_at(super::Target::Cluster(&all.cluster_urls), &config).await.unwrap();
+    for (this, other) in [(&all.redis, &other_redis), (&all.cluster, &other_cluster)] {
+        // This server misses and reads the store (old list); the other changes the list.
+        let version = this.friends_version(8).await.unwrap();
+        other.del_friends(&[8]).await.unwrap();
+        this.put_friends(8, Arc::from([1, 2]), &version).await.unwrap();
+        assert_eq!(other.get_friends(8).await.unwrap(), None, "stale fill cached");
+        assert_eq!(this.get_friends(8).await.unwrap(), None, "stale fill cached");
+        // A fill after the change is cached, and seen by both.
+        fill(this, 8, &[1]).await;
+        assert_eq!(other.get_friends(8).await.unwrap().as_deref(), Some(&[1][..]));
+    }
 }

@@ -97,7 +97,8 @@ async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
 async fn a_failed_friend_invalidation_is_never_served_stale() {
     let server = RedisServer::start();
     let b = connect(server.url()).await;
-    b.put_friends(5, Arc::from([1, 2])).await.unwrap();
+    let version = b.friends_version(5).await.unwrap();
+    b.put_friends(5, Arc::from([1, 2]), &version).await.unwrap();
     // A replica of a master that does not exist keeps its data and serves reads, but
     // refuses every write with READONLY.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -109,9 +110,10 @@ async fn a_failed_friend_invalidation_is_never_served_stale() {
     // Writable again: the recovery drops the stale list before anything reads it.
     assert_eq!(server.command(&["REPLICAOF", "NO", "ONE"]), "OK");
     until_healthy(&b, Duration::from_secs(5)).await;
-    assert_eq!(server.command(&["EXISTS", "kith-fault-test:f:5"]), "0");
+    assert_eq!(server.command(&["EXISTS", "kith-fault-test:f:{5}"]), "0");
     assert_eq!(b.get_friends(5).await.unwrap(), None);
-    b.put_friends(5, Arc::from([2])).await.unwrap();
+    let version = b.friends_version(5).await.unwrap();
+    b.put_friends(5, Arc::from([2]), &version).await.unwrap();
     assert_eq!(b.get_friends(5).await.unwrap().as_deref(), Some(&[2][..]));
 }
 
@@ -152,4 +154,74 @@ async fn reports_its_health() {
     until_healthy(&b, Duration::from_secs(5)).await;
     assert_eq!(b.health(), None);
     assert_eq!(Backend::local(1 << 20, Duration::from_secs(1)).health(), None);
+}
+
+/// A Redis Cluster master killed: calls to its slots fail fast (answered from the store by
+/// the feed), its replica takes over, and the backend then drops every timeline and friend
+/// list on the new master, which may lack pushes and invalidations the old one took.
+#[tokio::test]
+async fn a_cluster_failover_drops_what_the_new_master_may_hold_stale() {
+    use crate::redis_cluster::{LocalRedisCluster, RedisClusterConfig};
+
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::net::Ipv4Addr::new(127, 0, 8, 1);
+    let mut cluster = LocalRedisCluster::up(&RedisClusterConfig {
+        dir: dir.path().to_path_buf(),
+        base,
+        port: crate::testing::free_port_on(base, 6).unwrap(),
+        node_timeout: Duration::from_millis(1000),
+        ..RedisClusterConfig::default()
+    })
+    .unwrap();
+    let _down = Down(cluster.clone());
+    let urls: Vec<String> = cluster.urls().split(',').map(str::to_string).collect();
+    let b = Backend::redis_at(super::Target::Cluster(&urls), &settings()).await.unwrap();
+    // Users on every master: a timeline and a friend list each.
+    let users: Vec<u64> = (1..=30).collect();
+    for &u in &users {
+        b.timeline_finish(u, &[100 + u], 0, 10).await.unwrap();
+        let version = b.friends_version(u).await.unwrap();
+        b.put_friends(u, Arc::from([u + 1]), &version).await.unwrap();
+    }
+    let victim = cluster.master_of_key("kith-fault-test:t:{1}").unwrap();
+    // Let the replicas take the writes, so losing them is the backend's doing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.kill(victim).unwrap();
+    let t = Instant::now();
+    // Calls to the dead master's slots fail, and fast; the others may go on.
+    let (got, took) =
+        bounded(Duration::from_secs(5), "timeline read", b.timeline_read(1, u64::MAX, 10)).await;
+    assert!(took < Duration::from_secs(3), "{took:?}: {got:?}");
+    // Once the replica serves the slots (and the circuit closed), user 1's entries are gone,
+    // while a user on a master that did not change keeps them.
+    let kept = users
+        .iter()
+        .copied()
+        .find(|&u| {
+            cluster.master_of_key(&format!("kith-fault-test:t:{{{u}}}")).is_ok_and(|m| m != victim)
+        })
+        .unwrap();
+    loop {
+        let read = b.timeline_read(1, u64::MAX, 10).await;
+        let friends = b.get_friends(1).await;
+        if matches!((&read, &friends), (Ok(None), Ok(None))) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "still {read:?} {friends:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("entries on the new master dropped {:?} after the kill", t.elapsed());
+    assert_eq!(b.timeline_read(kept, u64::MAX, 10).await.unwrap(), Some((vec![100 + kept], 0)));
+    // Rebuilt as usual afterwards.
+    b.timeline_finish(1, &[101], 0, 10).await.unwrap();
+    assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![101], 0)));
+}
+
+/// Stops a cluster however the test ends.
+struct Down(crate::redis_cluster::LocalRedisCluster);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = self.0.clone().down(Duration::ZERO);
+    }
 }

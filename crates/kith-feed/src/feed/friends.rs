@@ -5,8 +5,11 @@
 //! A change bumps a version per cache stripe under the stripe's lock before it deletes the
 //! cached lists; a fill compares the version it saw before reading the engine with the
 //! version under the same lock before it caches, and drops what it read if a change came in
-//! between. So this server never caches a list older than a change it acknowledged; the
-//! time to live bounds only what other servers sharing a Redis can leave behind.
+//! between. So this server never caches a list older than a change it acknowledged. With
+//! Redis, each list also has a version in Redis that every server's change bumps: the fill
+//! reads it before the engine, and Redis caches the list only if it has not moved
+//! (`cache/redis.rs`), so no server caches a list older than a change another server
+//! acknowledged either.
 //!
 //! The engine is the truth and the cache only a copy: a change is acknowledged once the
 //! engine has it, whatever the cache does next. A failed invalidation is a warning, and
@@ -100,11 +103,14 @@ impl Feed {
         self.metrics.hit("friends", false, 1);
         let stripe = &self.friend_stripes[friend_stripe(uid)];
         let seen = *stripe.lock().await;
+        // Before the engine read, like the stripe's version; without it, nothing is cached.
+        let version = self.backend.friends_version(uid).await;
         let engine = self.engine.clone();
         let list: Arc<[u64]> = blocking(move || engine.get_all_friends(uid)).await?.into();
         let guard = stripe.lock().await;
         if *guard == seen
-            && let Err(e) = self.backend.put_friends(uid, list.clone()).await
+            && let Ok(version) = version
+            && let Err(e) = self.backend.put_friends(uid, list.clone(), &version).await
         {
             self.backend.carried_on("caching a friend list", &e);
         }
