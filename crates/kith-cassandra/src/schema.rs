@@ -42,7 +42,7 @@ pub const DEFAULT_KEYSPACE: &str = "kith";
 
 /// The store's format on Cassandra; a newer one is refused.
 /// Format 2 added friend copies (`generations.friend_copies`, `index_gN.copied_to`).
-pub(crate) const FORMAT: i32 = 2;
+pub(crate) const FORMAT: i32 = 3;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
 /// 2 s for writes and 5 s for reads, come first).
@@ -299,6 +299,7 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
              WITH CLUSTERING ORDER BY (id DESC)"
         ),
         format!("CREATE TABLE IF NOT EXISTS {ks}.feed_state (name text PRIMARY KEY, value bigint)"),
+        format!("CREATE TABLE IF NOT EXISTS {ks}.servers (n int PRIMARY KEY, owner text)"),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.repushes (author bigint PRIMARY KEY, ticket bigint)"
         ),

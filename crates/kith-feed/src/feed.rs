@@ -100,6 +100,12 @@ pub struct Feed {
     pending: SharedPending,
     journal: Option<Journal>,
     ids: Arc<IdGen>,
+    /// This server's number on the store (its ids are congruent to it), held by a lease.
+    server: u16,
+    /// Who holds the lease: unique to this `Feed`.
+    owner: String,
+    /// The lease could not be renewed: no ids are handed out until it is held again.
+    fenced: AtomicBool,
     fanout: mpsc::Sender<FanJob>,
     depth: Arc<AtomicI64>,
     idle: Arc<Notify>,
@@ -133,6 +139,17 @@ const FRIEND_STRIPES: usize = 256;
 const KEY_STRIPES: usize = 64;
 /// Posts read per batch when redoing fan-out at open.
 const REDO_BATCH: usize = 1024;
+/// How long a server number's lease lasts without renewal: a server killed without
+/// releasing its number has its fan-out taken over about this long after.
+pub(crate) const LEASE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A lease owner's name: unique to this process and moment.
+fn owner_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("kith-{}-{nanos:x}", std::process::id())
+}
 
 impl Feed {
     /// Opens the feed over `engine`, with its write-back journal in `journal_dir`: replays
@@ -182,22 +199,33 @@ impl Feed {
         } else {
             None
         };
-        // A store without a watermark has never fanned out under one (new, or from before
-        // watermarks): everything in it counts as delivered, and the watermark is stored
-        // before any new post can be acknowledged above it.
-        let e = engine.clone();
-        let (watermark, highest) = blocking(move || -> kith_store::Result<(u64, u64)> {
-            let stored_last = e.last_post_id()?;
-            let w = match e.fanout_watermark()? {
-                Some(w) => w,
-                None => {
-                    e.set_fanout_watermark(stored_last, true)?;
-                    stored_last
-                }
-            };
-            Ok((w, stored_last))
-        })
-        .await?;
+        // A server number of its own on the store, then its watermark. A number without a
+        // watermark has never fanned out under one (new, or from before watermarks):
+        // everything in the store counts as delivered, and the watermark is stored before
+        // any new post can be acknowledged above it. A number with one was left by a
+        // server that stopped: its fan-out above the watermark is redone below.
+        let (e, owner) = (engine.clone(), owner_name());
+        let who = owner.clone();
+        let (server, watermark, highest) =
+            blocking(move || -> kith_store::Result<(u16, u64, u64)> {
+                let Some(n) = e.claim_server(&who, LEASE, None)? else {
+                    return Err(kith_store::Error::Unavailable(format!(
+                        "every server number of this store ({}) is held by a running server",
+                        e.server_slots()
+                    )));
+                };
+                let stored_last = e.last_post_id()?;
+                let w = match e.fanout_watermark(n)? {
+                    Some(w) => w,
+                    None => {
+                        e.set_fanout_watermark(n, stored_last, true)?;
+                        stored_last
+                    }
+                };
+                Ok((n, w, stored_last))
+            })
+            .await?;
+        let slots = engine.server_slots();
         let (tx, rx) = mpsc::channel(1 << 16);
         let feed = Arc::new(Feed {
             engine,
@@ -205,7 +233,10 @@ impl Feed {
             backend,
             pending,
             journal,
-            ids: Arc::new(IdGen::new(last)),
+            ids: Arc::new(IdGen::new(last, server, slots)),
+            server,
+            owner,
+            fenced: AtomicBool::new(false),
             fanout: tx,
             depth: Arc::new(AtomicI64::new(0)),
             idle: Arc::new(Notify::new()),
@@ -213,7 +244,7 @@ impl Feed {
             tasks: std::sync::Mutex::new(Vec::new()),
             to_delete: AsyncMutex::new(Vec::new()),
             friend_stripes: (0..FRIEND_STRIPES).map(|_| AsyncMutex::new(0)).collect(),
-            marks: Arc::new(Marks::new(watermark, highest.max(last))),
+            marks: Arc::new(Marks::new(server, watermark, highest.max(last))),
             failed: std::sync::Mutex::new(Vec::new()),
             key_stripes: (0..KEY_STRIPES).map(|_| AsyncMutex::new(())).collect(),
             metrics,
@@ -238,6 +269,11 @@ impl Feed {
             self.enqueue(FanJob::Author { author }).await;
         }
         Ok(())
+    }
+
+    /// This server's number on the store.
+    pub fn server_number(&self) -> u16 {
+        self.server
     }
 
     /// Queues the fan-out of every post above `watermark`: the stored ones, then any only in

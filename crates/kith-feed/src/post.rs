@@ -52,17 +52,22 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Hands out strictly increasing ids: the current millisecond in the high bits, or one more
-/// than the last id when the clock has not moved on (or moved back).
+/// Hands out strictly increasing ids: the current millisecond in the high bits, or the
+/// next one after the last id when the clock has not moved on (or moved back). With several
+/// servers on one store, server `n` of `slots` hands out only ids congruent to `n` modulo
+/// `slots`, so no two servers hand out one id.
 #[derive(Debug)]
 pub struct IdGen {
     last: AtomicU64,
+    server: u64,
+    slots: u64,
 }
 
 impl IdGen {
-    /// Starts above `last`, the largest id already used.
-    pub fn new(last: u64) -> IdGen {
-        IdGen { last: AtomicU64::new(last) }
+    /// Starts above `last`, the largest id already used, for server `server` of `slots`.
+    pub fn new(last: u64, server: u16, slots: u16) -> IdGen {
+        let slots = u64::from(slots.max(1));
+        IdGen { last: AtomicU64::new(last), server: u64::from(server) % slots, slots }
     }
 
     /// Makes every later id larger than `id` (an id handed out elsewhere, such as a
@@ -76,7 +81,8 @@ impl IdGen {
         let from_clock = now_ms().saturating_sub(EPOCH_MS) << SEQ_BITS;
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
-            let id = from_clock.max(last + 1);
+            let at_least = from_clock.max(last + 1);
+            let id = at_least + (self.server + self.slots - at_least % self.slots) % self.slots;
             match self.last.compare_exchange_weak(last, id, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return id,
                 Err(seen) => last = seen,
@@ -105,17 +111,25 @@ mod tests {
 
     #[test]
     fn ids_increase_and_fit_53_bits() {
-        let ids = IdGen::new(0);
+        let ids = IdGen::new(0, 0, 1);
         let mut last = 0;
         for _ in 0..100_000 {
             let id = ids.next();
             assert!(id > last && id < 1 << 53);
             last = id;
         }
-        let ahead = IdGen::new(u64::from(u32::MAX) << 20);
+        let ahead = IdGen::new(u64::from(u32::MAX) << 20, 0, 1);
         assert_eq!(ahead.next(), (u64::from(u32::MAX) << 20) + 1);
         ahead.observe(u64::from(u32::MAX) << 21);
         assert_eq!(ahead.next(), (u64::from(u32::MAX) << 21) + 1);
+        // Server 5 of 64: every id congruent to 5, still increasing; another server's never.
+        let (five, six) = (IdGen::new(1000, 5, 64), IdGen::new(1000, 6, 64));
+        let mut last = 1000;
+        for _ in 0..10_000 {
+            let (a, b) = (five.next(), six.next());
+            assert!(a > last && a % 64 == 5 && b % 64 == 6);
+            last = a;
+        }
         assert!(check_client_id(1, 1).is_ok());
         assert!(check_client_id(0, 1).is_err());
         assert!(check_client_id(1, POST_ID_LIMIT).is_err());

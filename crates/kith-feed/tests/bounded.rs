@@ -73,7 +73,7 @@ fn measure_posting_and_redo() {
     drop(feed);
     drop(rt);
     let engine = kith_store::Store::open(&store, &kith_store::OpenOptions::default()).unwrap();
-    kith_store::Engine::set_fanout_watermark(&engine, 0, true).unwrap();
+    kith_store::Engine::set_fanout_watermark(&engine, 0, 0, true).unwrap();
     drop(engine);
     let rt = runtime();
     let t = std::time::Instant::now();

@@ -5,6 +5,7 @@
 //! reference.
 
 use std::fmt::Debug;
+use std::time::Duration;
 
 use rand::RngCore;
 
@@ -153,12 +154,52 @@ pub trait Engine: Send + Sync + Debug {
     /// Up to `limit` stored posts with ids above `after`, ascending by id.
     fn posts_after(&self, after: u64, limit: usize) -> Result<Vec<Post>>;
 
-    /// The fan-out watermark (every post at or below it has been delivered to followers'
-    /// timelines), `None` if none was ever stored.
-    fn fanout_watermark(&self) -> Result<Option<u64>>;
+    /// How many feed servers may share this store at once: each holds a server number
+    /// below this, and hands out post ids congruent to its number modulo this. 1 for a
+    /// store one process opens (RocksDB locks its directory).
+    fn server_slots(&self) -> u16 {
+        1
+    }
 
-    /// Stores the fan-out watermark; durable on return only when `sync`.
-    fn set_fanout_watermark(&self, watermark: u64, sync: bool) -> Result<()>;
+    /// Takes a free server number (`only`: that one, if free) for `owner` for `lease`,
+    /// `None` if none is free. A number is free once its owner released it or let its
+    /// lease lapse. One process's store: always 0.
+    fn claim_server(&self, owner: &str, lease: Duration, only: Option<u16>) -> Result<Option<u16>> {
+        let _ = (owner, lease);
+        Ok(only.map_or(Some(0), |n| (n == 0).then_some(0)))
+    }
+
+    /// Extends `owner`'s lease on `server`; false if it is no longer `owner`'s (it lapsed
+    /// and another took it), in which case the caller must stop using the number.
+    fn renew_server(&self, server: u16, owner: &str, lease: Duration) -> Result<bool> {
+        let _ = (server, owner, lease);
+        Ok(true)
+    }
+
+    /// Frees `server` if `owner` holds it.
+    fn release_server(&self, server: u16, owner: &str) -> Result<()> {
+        let _ = (server, owner);
+        Ok(())
+    }
+
+    /// Server numbers with a stored fan-out watermark whose lease has lapsed: a server that
+    /// stopped without finishing (or handing over) its fan-out.
+    fn orphaned_servers(&self) -> Result<Vec<u16>> {
+        Ok(Vec::new())
+    }
+
+    /// Server `server`'s fan-out watermark (every post it opened at or below it has been
+    /// delivered to followers' timelines), `None` if none is stored.
+    fn fanout_watermark(&self, server: u16) -> Result<Option<u64>>;
+
+    /// Stores server `server`'s fan-out watermark; durable on return only when `sync`.
+    fn set_fanout_watermark(&self, server: u16, watermark: u64, sync: bool) -> Result<()>;
+
+    /// Forgets server `server`'s fan-out watermark (its fan-out was taken over and done).
+    fn drop_fanout_watermark(&self, server: u16) -> Result<()> {
+        let _ = server;
+        Ok(())
+    }
 
     /// The token of the author's pending re-push (see [`Engine::unfollow`]), if one is
     /// stored. A new token is stored each time an unfollow stores the re-push again.

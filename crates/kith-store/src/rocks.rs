@@ -125,11 +125,13 @@ impl Engine for Store {
         self.feed_db()?.posts_after(after, limit)
     }
 
-    fn fanout_watermark(&self) -> Result<Option<u64>> {
+    fn fanout_watermark(&self, server: u16) -> Result<Option<u64>> {
+        one_server(server)?;
         self.feed_db()?.fanout_watermark()
     }
 
-    fn set_fanout_watermark(&self, watermark: u64, sync: bool) -> Result<()> {
+    fn set_fanout_watermark(&self, server: u16, watermark: u64, sync: bool) -> Result<()> {
+        one_server(server)?;
         self.feed_db()?.set_fanout_watermark(watermark, sync)
     }
 
@@ -169,5 +171,15 @@ impl Engine for Store {
         record: &IdempotencyRecord,
     ) -> Result<(u64, u64)> {
         self.feed_db()?.unfollow(uid, target, repush_at, Some(record))
+    }
+}
+
+/// A RocksDB store has one process, so one server number: 0.
+fn one_server(server: u16) -> Result<()> {
+    match server {
+        0 => Ok(()),
+        n => Err(crate::Error::Invalid(format!(
+            "server number {n}: a RocksDB store is opened by one process, server 0"
+        ))),
     }
 }

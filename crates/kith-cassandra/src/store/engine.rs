@@ -1,6 +1,8 @@
 //! [`CassandraStore`] as a [`kith_store::Engine`]: each method runs its requests on the
 //! store's runtime and blocks until they are answered.
 
+use std::time::Duration;
+
 use kith_store::{
     Degree, Engine, IdempotencyRecord, Post, Profile, Result, User, UserWrite, UsersCursor,
     UsersPage,
@@ -115,13 +117,37 @@ impl Engine for CassandraStore {
         self.posts_after_impl(after, limit)
     }
 
-    fn fanout_watermark(&self) -> Result<Option<u64>> {
-        self.fanout_watermark_impl()
+    fn server_slots(&self) -> u16 {
+        crate::store::servers::SLOTS
+    }
+
+    fn claim_server(&self, owner: &str, lease: Duration, only: Option<u16>) -> Result<Option<u16>> {
+        self.claim_server_impl(owner, lease, only)
+    }
+
+    fn renew_server(&self, server: u16, owner: &str, lease: Duration) -> Result<bool> {
+        self.renew_server_impl(server, owner, lease)
+    }
+
+    fn release_server(&self, server: u16, owner: &str) -> Result<()> {
+        self.release_server_impl(server, owner)
+    }
+
+    fn orphaned_servers(&self) -> Result<Vec<u16>> {
+        self.orphaned_servers_impl()
+    }
+
+    fn fanout_watermark(&self, server: u16) -> Result<Option<u64>> {
+        self.fanout_watermark_impl(server)
     }
 
     /// Every write is quorum-acknowledged, so `sync` changes nothing.
-    fn set_fanout_watermark(&self, watermark: u64, _sync: bool) -> Result<()> {
-        self.set_fanout_watermark_impl(watermark)
+    fn set_fanout_watermark(&self, server: u16, watermark: u64, _sync: bool) -> Result<()> {
+        self.set_fanout_watermark_impl(server, watermark)
+    }
+
+    fn drop_fanout_watermark(&self, server: u16) -> Result<()> {
+        self.drop_fanout_watermark_impl(server)
     }
 
     fn pending_repush(&self, author: u64) -> Result<Option<u64>> {

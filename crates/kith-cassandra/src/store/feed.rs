@@ -18,7 +18,6 @@ use crate::error::{Error, driver};
 /// Cassandra's largest TTL (20 years); a record meant to live longer is kept that long.
 const MAX_TTL_S: u64 = 630_720_000;
 
-const WATERMARK: &str = "fanout_watermark";
 
 impl CassandraStore {
     /// Counts every follow once (a scan of the follow table) into the in-memory degrees.
@@ -214,7 +213,7 @@ impl CassandraStore {
         self.wait(self.follow_page(true, uid, from, 0, limit))
     }
 
-    async fn state(&self, name: &str) -> Result<Option<u64>> {
+    pub(crate) async fn state(&self, name: &str) -> Result<Option<u64>> {
         let rows = self
             .session()
             .execute_unpaged(&self.fixed.state_get, (name,))
@@ -227,20 +226,6 @@ impl CassandraStore {
             .map_err(|e| bad_rows("feed state", e))?
             .and_then(|r| r.0)
             .map(u))
-    }
-
-    pub(crate) fn fanout_watermark_impl(&self) -> Result<Option<u64>> {
-        self.wait(self.state(WATERMARK))
-    }
-
-    pub(crate) fn set_fanout_watermark_impl(&self, watermark: u64) -> Result<()> {
-        self.wait(async {
-            self.session()
-                .execute_unpaged(&self.fixed.state_put, (WATERMARK, i(watermark)))
-                .await
-                .map_err(|e| driver("storing the fan-out watermark", e))?;
-            Ok(())
-        })
     }
 
     pub(crate) fn pending_repush_impl(&self, author: u64) -> Result<Option<u64>> {

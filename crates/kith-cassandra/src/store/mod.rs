@@ -9,6 +9,7 @@ pub(crate) mod listing;
 mod posts;
 mod relayout;
 pub(crate) mod rows;
+pub(crate) mod servers;
 mod statements;
 mod users;
 

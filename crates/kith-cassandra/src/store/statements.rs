@@ -59,6 +59,12 @@ statements! { Fixed(ks: &str) {
     author_before = true, "SELECT id FROM {ks}.author_posts WHERE author = ? AND id < ? LIMIT ?";
     state_get = true, "SELECT value FROM {ks}.feed_state WHERE name = ?";
     state_put = true, "INSERT INTO {ks}.feed_state (name, value) VALUES (?, ?)";
+    state_all = true, "SELECT name FROM {ks}.feed_state";
+    state_delete = true, "DELETE FROM {ks}.feed_state WHERE name = ?";
+    server_claim = false, "INSERT INTO {ks}.servers (n, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?";
+    server_renew = false, "UPDATE {ks}.servers USING TTL ? SET owner = ? WHERE n = ? IF owner = ?";
+    server_release = false, "DELETE FROM {ks}.servers WHERE n = ? IF owner = ?";
+    servers_all = true, "SELECT n FROM {ks}.servers";
     repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?)";
     repush_get = true, "SELECT ticket FROM {ks}.repushes WHERE author = ?";
     repush_all = true, "SELECT author FROM {ks}.repushes";

@@ -18,6 +18,10 @@ use crate::task::blocking;
 
 /// How often the keeper stores the watermark; also the first retry's backoff.
 const KEEP_TICK: Duration = Duration::from_millis(100);
+/// How often the server number's lease is renewed (a fifth of the lease).
+const RENEW_EVERY: Duration = Duration::from_secs(1);
+/// How often the keeper looks for server numbers whose server stopped with fan-out left.
+const ORPHANS_EVERY: Duration = Duration::from_secs(2);
 /// The longest wait between retries of failed fan-out.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
@@ -122,13 +126,30 @@ impl Feed {
     /// Every `KEEP_TICK`, stores the fan-out watermark if it moved; retries failed fan-out
     /// jobs after a backoff that doubles on each failed round (up to `MAX_BACKOFF`) and
     /// starts over once a round succeeds.
+    ///
+    /// It also renews the server number's lease every [`RENEW_EVERY`], and every
+    /// [`ORPHANS_EVERY`] takes over the fan-out of server numbers whose server stopped.
     pub(super) async fn keeper(feed: Arc<Feed>) {
         let mut backoff = KEEP_TICK;
         let mut next_retry = Instant::now();
+        let (mut next_renew, mut next_orphans) = (Instant::now(), Instant::now());
+        let mut renewed = Instant::now();
         let mut tick = tokio::time::interval(KEEP_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            if Instant::now() >= next_renew {
+                next_renew = Instant::now() + RENEW_EVERY;
+                if feed.keep_lease(renewed.elapsed()).await {
+                    renewed = Instant::now();
+                }
+            }
+            if Instant::now() >= next_orphans {
+                next_orphans = Instant::now() + ORPHANS_EVERY;
+                if let Err(e) = feed.adopt_orphans().await {
+                    eprintln!("kith feed: taking over a stopped server's fan-out failed (will retry): {e}");
+                }
+            }
             if Instant::now() >= next_retry {
                 let jobs = std::mem::take(&mut *feed.failed_jobs());
                 let mut all_ok = true;
@@ -142,6 +163,94 @@ impl Feed {
                 eprintln!("kith feed: storing the fan-out watermark failed (will retry): {e}");
             }
         }
+    }
+
+    /// Renews the lease on this server's number; true if it is held. A lease that could
+    /// not be renewed for half its length (the store unreachable), or that another server
+    /// took, fences the server: it hands out no ids, so none can collide, until it holds
+    /// the number again.
+    async fn keep_lease(&self, since_renewed: Duration) -> bool {
+        let (engine, server, owner) = (self.engine.clone(), self.server, self.owner.clone());
+        let held = blocking(move || -> kith_store::Result<bool> {
+            Ok(engine.renew_server(server, &owner, super::LEASE)?
+                || engine.claim_server(&owner, super::LEASE, Some(server))?.is_some())
+        })
+        .await;
+        let fence = match &held {
+            Ok(true) => false,
+            Ok(false) => true,
+            Err(_) => since_renewed >= super::LEASE / 2,
+        };
+        if fence != self.fenced.swap(fence, Ordering::SeqCst) {
+            match (&held, fence) {
+                (_, false) => eprintln!("kith feed: server number {server} held again"),
+                (Err(e), true) => eprintln!(
+                    "kith feed: server number {server}'s lease not renewed for {since_renewed:?} \
+                     ({e}): taking no posts until it is"
+                ),
+                (_, true) => eprintln!(
+                    "kith feed: server number {server} was taken by another server: taking no \
+                     posts until it is free again"
+                ),
+            }
+        }
+        matches!(held, Ok(true))
+    }
+
+    /// Takes over server numbers whose server stopped with a watermark stored (killed, or
+    /// stopped with fan-out failing): holds each briefly, queues the fan-out of every post
+    /// above its watermark (under this server's own marks, so a crash here leaves them to
+    /// be redone in turn) and the pending re-pushes, then forgets its watermark and frees
+    /// it. Fan-out is idempotent, so posts delivered already cost only a repeat.
+    pub(super) async fn adopt_orphans(&self) -> Result<()> {
+        if self.config.strategy == crate::config::Strategy::Pull {
+            return Ok(());
+        }
+        let engine = self.engine.clone();
+        let orphans = blocking(move || engine.orphaned_servers()).await?;
+        for n in orphans.into_iter().filter(|&n| n != self.server) {
+            let (engine, owner) = (self.engine.clone(), self.owner.clone());
+            let held = blocking(move || -> kith_store::Result<Option<u64>> {
+                match engine.claim_server(&owner, super::LEASE, Some(n))? {
+                    Some(_) => Ok(Some(engine.fanout_watermark(n)?.unwrap_or(u64::MAX))),
+                    None => Ok(None),
+                }
+            })
+            .await?;
+            let Some(watermark) = held else { continue };
+            let mut after = watermark;
+            let mut redone = 0usize;
+            while after < u64::MAX {
+                let (engine, marks, ids) = (self.engine.clone(), self.marks.clone(), self.ids.clone());
+                let posts = blocking(move || -> Result<Vec<(u64, u64)>> {
+                    let posts = engine.posts_after(after, super::REDO_BATCH)?;
+                    for p in &posts {
+                        marks.claim(p.id, &ids, engine.as_ref(), false)?;
+                    }
+                    Ok(posts.iter().map(|p| (p.author, p.id)).collect())
+                })
+                .await?;
+                for &(author, id) in &posts {
+                    self.enqueue(FanJob::Post { author, id }).await;
+                }
+                redone += posts.len();
+                match posts.last() {
+                    Some(&(_, id)) if posts.len() == super::REDO_BATCH => after = id,
+                    _ => break,
+                }
+            }
+            self.redo_repushes().await?;
+            let (engine, owner) = (self.engine.clone(), self.owner.clone());
+            blocking(move || -> kith_store::Result<()> {
+                engine.drop_fanout_watermark(n)?;
+                engine.release_server(n, &owner)
+            })
+            .await?;
+            eprintln!(
+                "kith feed: took over server {n}'s fan-out: {redone} posts above its watermark queued"
+            );
+        }
+        Ok(())
     }
 
     fn failed_jobs(&self) -> std::sync::MutexGuard<'_, Vec<FanJob>> {
@@ -217,6 +326,18 @@ impl Feed {
         if let Some(j) = &self.journal {
             j.close();
         }
-        flushed
+        // Everything delivered: nothing for another server to take over, so the number is
+        // freed with no watermark. Otherwise the watermark stays, for whoever takes the
+        // number (or takes it over) to redo from.
+        let (engine, marks, server, owner) =
+            (self.engine.clone(), self.marks.clone(), self.server, self.owner.clone());
+        let released = blocking(move || -> kith_store::Result<()> {
+            if marks.all_delivered() && engine.server_slots() > 1 {
+                engine.drop_fanout_watermark(server)?;
+            }
+            engine.release_server(server, &owner)
+        })
+        .await;
+        flushed.and(released)
     }
 }

@@ -29,13 +29,16 @@ struct Inner {
 /// The open ids and the watermark, shared by posting, fan-out and the keeper task.
 #[derive(Debug)]
 pub(crate) struct Marks {
+    /// The server number whose watermark this is.
+    server: u16,
     inner: Mutex<Inner>,
 }
 
 impl Marks {
-    /// Starts with the stored watermark and the largest post id known.
-    pub(crate) fn new(persisted: u64, highest: u64) -> Marks {
+    /// Starts with server `server`'s stored watermark and the largest post id known.
+    pub(crate) fn new(server: u16, persisted: u64, highest: u64) -> Marks {
         Marks {
+            server,
             inner: Mutex::new(Inner {
                 open: BTreeMap::new(),
                 highest: highest.max(persisted),
@@ -74,7 +77,7 @@ impl Marks {
         }
         ids.observe(id);
         if id <= m.persisted {
-            engine.set_fanout_watermark(id.saturating_sub(1), true)?;
+            engine.set_fanout_watermark(self.server, id.saturating_sub(1), true)?;
             m.persisted = id.saturating_sub(1);
         }
         *m.open.entry(id).or_default() += 1;
@@ -93,6 +96,13 @@ impl Marks {
         }
     }
 
+    /// Whether every id handed out or claimed has been delivered and the watermark stored
+    /// at the highest: nothing is left for another server to redo.
+    pub(crate) fn all_delivered(&self) -> bool {
+        let m = self.lock();
+        m.open.is_empty() && m.persisted == m.highest
+    }
+
     /// How many ids are open.
     pub(crate) fn open_count(&self) -> usize {
         self.lock().open.len()
@@ -107,7 +117,7 @@ impl Marks {
             None => m.highest,
         };
         if target != m.persisted {
-            engine.set_fanout_watermark(target, false)?;
+            engine.set_fanout_watermark(self.server, target, false)?;
             m.persisted = target;
         }
         Ok(())

@@ -90,6 +90,13 @@ impl Feed {
         if self.closing.load(Ordering::SeqCst) {
             return Err(Error::ShuttingDown);
         }
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(Error::Store(kith_store::Error::Unavailable(format!(
+                "this server does not hold its server number {} (its lease on the store lapsed), \
+                 so it hands out no post ids; another server can take the post",
+                self.server
+            ))));
+        }
         let author = req.author;
         self.require_users(vec![author]).await?;
         // The request's fingerprint matters only under an idempotency key: a post without

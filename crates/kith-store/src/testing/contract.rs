@@ -333,12 +333,40 @@ fn check_feed(engine: &dyn Engine, r: &Reference, uid: u64, next_post: u64, rng:
     assert_eq!(engine.posts_after(after, limit).unwrap(), want, "posts after {after}");
 }
 
+/// Server numbers: distinct while held, renewed only by their owner, free again once
+/// released; a released number with a stored watermark is an orphan until it is dropped.
+fn check_servers(engine: &dyn Engine) {
+    let lease = std::time::Duration::from_secs(60);
+    let slots = engine.server_slots();
+    let a = engine.claim_server("owner-a", lease, None).unwrap().expect("a free number");
+    assert!(a < slots, "server {a} of {slots}");
+    assert!(engine.renew_server(a, "owner-a", lease).unwrap());
+    if slots > 1 {
+        let b = engine.claim_server("owner-b", lease, None).unwrap().expect("a second number");
+        assert_ne!(a, b);
+        assert_eq!(engine.claim_server("owner-c", lease, Some(a)).unwrap(), None, "taken");
+        assert!(!engine.renew_server(a, "owner-b", lease).unwrap(), "renewed by another");
+        engine.set_fanout_watermark(b, 9, true).unwrap();
+        assert_eq!(engine.fanout_watermark(b).unwrap(), Some(9));
+        assert!(!engine.orphaned_servers().unwrap().contains(&b), "held, not orphaned");
+        engine.release_server(b, "owner-b").unwrap();
+        assert!(engine.orphaned_servers().unwrap().contains(&b));
+        engine.drop_fanout_watermark(b).unwrap();
+        assert!(!engine.orphaned_servers().unwrap().contains(&b));
+        assert_eq!(engine.fanout_watermark(b).unwrap(), None);
+        assert_eq!(engine.claim_server("owner-c", lease, Some(b)).unwrap(), Some(b), "free again");
+        engine.release_server(b, "owner-c").unwrap();
+    }
+    engine.release_server(a, "owner-a").unwrap();
+}
+
 /// The fan-out watermark and idempotency records, alone and stored with the writes they
 /// record: a failed write stores no record.
 fn check_records(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64, next_post: u64) {
-    engine.set_fanout_watermark(7, false).unwrap();
-    engine.set_fanout_watermark(5, true).unwrap();
-    assert_eq!(engine.fanout_watermark().unwrap(), Some(5));
+    engine.set_fanout_watermark(0, 7, false).unwrap();
+    engine.set_fanout_watermark(0, 5, true).unwrap();
+    assert_eq!(engine.fanout_watermark(0).unwrap(), Some(5));
+    check_servers(engine);
     let record = |key: &str, result: Vec<u8>| IdempotencyRecord {
         key: key.into(),
         fingerprint: 99,

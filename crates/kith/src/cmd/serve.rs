@@ -42,13 +42,19 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value_t = 256 << 20)]
     cache_bytes: u64,
     /// Use Redis for caches and timelines, e.g. redis://127.0.0.1:6379.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "redis_cluster")]
     redis: Option<String>,
+    /// Use a Redis Cluster for caches and timelines: node URLs, comma-separated (any
+    /// reachable one finds the others), e.g. what `kith cluster up` prints. Several servers
+    /// over one store share it.
+    #[arg(long, value_delimiter = ',')]
+    redis_cluster: Vec<String>,
     /// Prefix of every Redis key, so several servers can share one Redis.
     #[arg(long, default_value = "kith")]
     redis_prefix: String,
-    /// Seconds a cached friend list lives. This server's own friendship changes invalidate
-    /// at once; the TTL bounds staleness from other servers sharing the same Redis.
+    /// Seconds a cached friend list lives. Friendship changes made through any server sharing
+    /// the Redis invalidate at once; the TTL bounds only what a failed invalidation (Redis
+    /// down during the change) can leave behind for other servers.
     #[arg(long, default_value_t = 60.0)]
     friends_ttl_s: f64,
     /// Writes need `Authorization: Bearer <token>` (an empty token is refused).
@@ -164,6 +170,7 @@ fn config(args: &ServeArgs) -> Result<ServerConfig> {
             timeline_len: args.timeline_len,
             cache_bytes: args.cache_bytes,
             redis: args.redis.clone(),
+            redis_cluster: args.redis_cluster.clone(),
             redis_prefix: args.redis_prefix.clone(),
             friends_ttl: Duration::from_secs_f64(args.friends_ttl_s),
             flush_interval: Duration::from_millis(args.flush_interval_ms.max(1)),
@@ -223,7 +230,11 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
         "store {engine}, feed {}, cache {}, backend {}",
         args.feed,
         args.cache,
-        if args.redis.is_some() { "redis" } else { "in-process" }
+        match (&args.redis, args.redis_cluster.is_empty()) {
+            (Some(_), _) => "redis",
+            (None, false) => "redis cluster",
+            (None, true) => "in-process",
+        }
     );
     runtime
         .block_on(kith_server::serve(
