@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kith's tests need, then runs every test: formatting, lints, the Rust test
 # suite, and the Python oracle tests (networkx) against the release binary. The tests of the
-# store on Cassandra share one 3-node cluster on 127.0.2.1-3, started here and stopped on exit.
+# store on Cassandra share one 3-node cluster on 127.0.2.1-3, and the tests of several servers
+# one Redis Cluster on 127.0.2.1-6 (port 6390), started here and stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,10 +60,13 @@ target_dir=$(cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 kith_bin="$target_dir/release/kith"
 
-# The Cassandra cluster the tests of the store on Cassandra share.
+# The Cassandra cluster the tests of the store on Cassandra share, and the Redis Cluster
+# (three masters with a replica each, on 127.0.2.1-6) the tests of several servers share.
 cluster_dir=$(mktemp -d /tmp/kith-test-cluster.XXXXXX)
 "$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 512
 export KITH_TEST_CASSANDRA=127.0.2.1,127.0.2.2,127.0.2.3
+KITH_TEST_REDIS_CLUSTER=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(",".join("redis://%s:%d" % (n["address"], n["port"]) for n in c["nodes"]))' "$cluster_dir/redis-cluster.json")
+export KITH_TEST_REDIS_CLUSTER
 
 cargo test --workspace --release
 

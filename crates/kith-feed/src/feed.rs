@@ -99,6 +99,9 @@ pub struct Feed {
     config: FeedConfig,
     pending: SharedPending,
     journal: Option<Journal>,
+    /// Write-back through the Redis Cluster every server shares (`cache/writeback.rs`)
+    /// rather than this server's journal.
+    shared_writeback: bool,
     ids: Arc<IdGen>,
     /// This server's number on the store (its ids are congruent to it), held by a lease.
     server: u16,
@@ -194,11 +197,18 @@ impl Feed {
         })
         .await?;
         last = last.max(replayed.last_id);
-        let journal = if config.cache == CacheMode::WriteBack {
+        // With a Redis Cluster, posts wait where every server sees them; else in this
+        // server's journal.
+        let shared_writeback =
+            config.cache == CacheMode::WriteBack && backend.shared_writeback().is_ok();
+        let journal = if config.cache == CacheMode::WriteBack && !shared_writeback {
             Some(Journal::open(&journal_dir, pending.clone(), metrics.journal.clone())?)
         } else {
             None
         };
+        if let Ok(r) = backend.shared_writeback() {
+            last = last.max(r.wb_max_id().await?);
+        }
         // A server number of its own on the store, then its watermark. A number without a
         // watermark has never fanned out under one (new, or from before watermarks):
         // everything in the store counts as delivered, and the watermark is stored before
@@ -233,6 +243,7 @@ impl Feed {
             backend,
             pending,
             journal,
+            shared_writeback,
             ids: Arc::new(IdGen::new(last, server, slots)),
             server,
             owner,
@@ -252,7 +263,7 @@ impl Feed {
         });
         let dispatcher = tokio::spawn(Feed::dispatch(feed.clone(), rx));
         let mut tasks = vec![dispatcher, tokio::spawn(Feed::keeper(feed.clone()))];
-        if feed.journal.is_some() {
+        if feed.journal.is_some() || feed.shared_writeback {
             tasks.push(tokio::spawn(Feed::flusher(feed.clone())));
         }
         *feed.tasks.lock().expect("fresh mutex") = tasks;
@@ -296,16 +307,27 @@ impl Feed {
                 _ => break,
             }
         }
-        let pending: Vec<(u64, u64)> = lock(&self.pending)
+        let mut pending: Vec<(u64, u64)> = lock(&self.pending)
             .posts
             .values()
             .filter(|p| p.id > watermark && !redone.contains(&p.id))
             .map(|p| (p.author, p.id))
             .collect();
+        pending.extend(
+            self.waiting_after(watermark).await?.into_iter().filter(|(_, id)| !redone.contains(id)),
+        );
         for (author, id) in pending {
             self.redo_one(author, id).await?;
         }
         Ok(())
+    }
+
+    /// Posts waiting in the shared write-back above `after`, as (author, id).
+    async fn waiting_after(&self, after: u64) -> Result<Vec<(u64, u64)>> {
+        match (self.shared_writeback, self.backend.shared_writeback()) {
+            (true, Ok(r)) => r.wb_after(after).await.map_err(waiting_unavailable),
+            _ => Ok(Vec::new()),
+        }
     }
 
     async fn redo_one(&self, author: u64, id: u64) -> Result<()> {
@@ -359,9 +381,19 @@ impl Feed {
         (self.metrics.journal.appends.get(), self.metrics.journal.syncs.get())
     }
 
-    /// Posts acknowledged but still only in the journal.
+    /// Posts acknowledged but still only in this server's journal (with shared write-back,
+    /// see [`Feed::waiting_posts`]).
     pub fn pending_posts(&self) -> usize {
         lock(&self.pending).posts.len()
+    }
+
+    /// Posts acknowledged through any server and still waiting in the shared write-back
+    /// (0 without it).
+    pub async fn waiting_posts(&self) -> Result<u64> {
+        match (self.shared_writeback, self.backend.shared_writeback()) {
+            (true, Ok(r)) => r.wb_len().await,
+            _ => Ok(0),
+        }
     }
 
     /// Whether the author's posts are fanned out to followers' timelines.
@@ -388,4 +420,12 @@ impl Feed {
         })
         .await
     }
+}
+
+/// A failure to read the shared write-back: the answer would miss acknowledged posts, so
+/// the request fails as the store's would (503), rather than answer without them.
+fn waiting_unavailable(e: Error) -> Error {
+    Error::Store(kith_store::Error::Unavailable(format!(
+        "posts waiting in the shared write-back cannot be read: {e}"
+    )))
 }

@@ -18,7 +18,6 @@ use crate::error::{Error, driver};
 /// Cassandra's largest TTL (20 years); a record meant to live longer is kept that long.
 const MAX_TTL_S: u64 = 630_720_000;
 
-
 impl CassandraStore {
     /// Counts every follow once (a scan of the follow table) into the in-memory degrees.
     pub(crate) fn load_degrees(&self) -> crate::error::Result<()> {

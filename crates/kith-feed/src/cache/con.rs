@@ -67,6 +67,22 @@ impl Con {
         }
     }
 
+    /// As [`Con::pipeline_to`], returning every reply.
+    pub(super) async fn pipeline_values_to(
+        &mut self,
+        slot: u16,
+        pipe: &Pipeline,
+    ) -> RedisResult<Vec<Value>> {
+        match self {
+            Con::Single(c) => pipe.query_async(c).await,
+            Con::Cluster(c) => {
+                let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+                let count = pipe.cmd_iter().count();
+                c.route_pipeline(pipe, 0, count, route).await
+            }
+        }
+    }
+
     /// Sends a command to the node at `host:port` (a cluster's), or to the one Redis.
     pub(super) async fn command_at(
         &mut self,

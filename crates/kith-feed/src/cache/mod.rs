@@ -30,6 +30,9 @@ mod redis;
 mod tests;
 #[cfg(test)]
 mod tests_faults;
+mod writeback;
+
+pub(crate) use writeback::SHARDS;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -203,6 +206,18 @@ impl Backend {
         match self {
             Backend::Local(l) => l.timeline_add(uids, ids, cap),
             Backend::Redis(r) => r.timeline_add(uids, ids, cap).await,
+        }
+    }
+
+    /// The Redis Cluster behind the backend, for write-back shared by servers; an error
+    /// for any other backend.
+    pub(crate) fn shared_writeback(&self) -> Result<&Redis> {
+        match self {
+            Backend::Redis(r) if r.is_cluster() => Ok(r),
+            _ => Err(Error::Invalid(
+                "write-back shared by several servers needs a Redis Cluster (--redis-cluster)"
+                    .into(),
+            )),
         }
     }
 

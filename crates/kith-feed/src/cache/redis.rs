@@ -189,6 +189,11 @@ impl Redis {
         })
     }
 
+    /// Whether this is a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.shared.con, Con::Cluster(_))
+    }
+
     /// Why Redis is not serving, or `None` while it is.
     pub(super) fn failure(&self) -> Option<String> {
         self.shared.health.failure()
@@ -206,13 +211,26 @@ impl Redis {
         self.shared.timeline_key(uid)
     }
 
-    fn con(&self) -> Con {
+    pub(super) fn con(&self) -> Con {
         self.shared.con.clone()
+    }
+
+    pub(super) fn prefix(&self) -> &str {
+        &self.shared.prefix
+    }
+
+    /// Replicas the master of `key`'s slot has (0 on one Redis).
+    pub(super) fn replicas_of(&self, key: &str) -> usize {
+        self.shared.masters().of(slot(key.as_bytes())).map_or(0, |m| m.replicas)
     }
 
     /// Runs one call through the breaker, within the deadline. A failure that means Redis
     /// is unavailable opens the circuit and starts the probe.
-    async fn run<T>(&self, what: &str, call: impl Future<Output = RedisResult<T>>) -> Result<T> {
+    pub(super) async fn run<T>(
+        &self,
+        what: &str,
+        call: impl Future<Output = RedisResult<T>>,
+    ) -> Result<T> {
         let shared = &self.shared;
         shared.health.check()?;
         let got = match tokio::time::timeout(shared.deadline, call).await {

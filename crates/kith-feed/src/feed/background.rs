@@ -147,7 +147,9 @@ impl Feed {
             if Instant::now() >= next_orphans {
                 next_orphans = Instant::now() + ORPHANS_EVERY;
                 if let Err(e) = feed.adopt_orphans().await {
-                    eprintln!("kith feed: taking over a stopped server's fan-out failed (will retry): {e}");
+                    eprintln!(
+                        "kith feed: taking over a stopped server's fan-out failed (will retry): {e}"
+                    );
                 }
             }
             if Instant::now() >= next_retry {
@@ -220,8 +222,25 @@ impl Feed {
             let Some(watermark) = held else { continue };
             let mut after = watermark;
             let mut redone = 0usize;
+            // Its posts still waiting in the shared write-back first (claimed under this
+            // server's marks, like the stored ones below).
+            let waiting = self.waiting_after(watermark).await?;
+            let (marks, ids, engine) = (self.marks.clone(), self.ids.clone(), self.engine.clone());
+            let claim: Vec<u64> = waiting.iter().map(|&(_, id)| id).collect();
+            blocking(move || -> Result<()> {
+                for id in claim {
+                    marks.claim(id, &ids, engine.as_ref(), false)?;
+                }
+                Ok(())
+            })
+            .await?;
+            for &(author, id) in &waiting {
+                self.enqueue(FanJob::Post { author, id }).await;
+            }
+            redone += waiting.len();
             while after < u64::MAX {
-                let (engine, marks, ids) = (self.engine.clone(), self.marks.clone(), self.ids.clone());
+                let (engine, marks, ids) =
+                    (self.engine.clone(), self.marks.clone(), self.ids.clone());
                 let posts = blocking(move || -> Result<Vec<(u64, u64)>> {
                     let posts = engine.posts_after(after, super::REDO_BATCH)?;
                     for p in &posts {
@@ -280,17 +299,41 @@ impl Feed {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if feed.pending_posts() > 0
+            if (feed.pending_posts() > 0 || feed.shared_writeback)
                 && let Err(e) = feed.flush().await
             {
-                eprintln!("kith feed: write-back flush failed (will retry): {e}");
+                feed.backend.carried_on("write-back flush (will retry)", &e);
             }
         }
+    }
+
+    /// Shared write-back: moves every shard's oldest waiting posts (from any server) into
+    /// the store, one shard at a time under its lock, so each is moved by one server.
+    async fn flush_shared(&self) -> Result<()> {
+        let r = self.backend.shared_writeback()?;
+        for shard in 0..crate::cache::SHARDS {
+            let Some(posts) = r.wb_take(shard, &self.owner).await? else { continue };
+            if !posts.is_empty() {
+                let (engine, batch) = (self.engine.clone(), posts.clone());
+                let stored =
+                    blocking(move || engine.put_posts(&batch.iter().collect::<Vec<_>>())).await;
+                if let Err(e) = stored {
+                    r.wb_unlock(shard, &self.owner).await?;
+                    return Err(e);
+                }
+                self.metrics.flushed.inc_by(posts.len() as u64);
+            }
+            r.wb_done(shard, &self.owner, &posts).await?;
+        }
+        Ok(())
     }
 
     /// Moves every journaled post into the feed database, then deletes the journal
     /// segments they were in.
     pub async fn flush(&self) -> Result<()> {
+        if self.shared_writeback {
+            return self.flush_shared().await;
+        }
         let Some(journal) = &self.journal else { return Ok(()) };
         let mut to_delete = self.to_delete.lock().await;
         to_delete.extend(journal.rotate().await?);

@@ -175,6 +175,9 @@ impl Feed {
         record: Option<IdempotencyRecord>,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
+        if self.shared_writeback {
+            return self.store_post_shared(post, record, warnings).await;
+        }
         match (&self.journal, self.config.cache) {
             (Some(journal), _) => {
                 if let Some(r) = record {
@@ -214,10 +217,58 @@ impl Feed {
         Ok(())
     }
 
+    /// Shared write-back: the post waits in the Redis Cluster once a replica confirmed
+    /// it; when Redis fails or no replica confirms in time, it is stored at once instead.
+    /// Either way it is durable, and visible to every server, when this returns.
+    async fn store_post_shared(
+        &self,
+        post: &Arc<Post>,
+        record: Option<IdempotencyRecord>,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        if let Some(r) = &record {
+            let (engine, r) = (self.engine.clone(), r.clone());
+            blocking(move || engine.put_idempotency_record(&r)).await?;
+        }
+        let queued = match self.backend.shared_writeback() {
+            Ok(r) => r.wb_put(post).await,
+            Err(e) => Err(e),
+        };
+        match queued {
+            Ok(true) => {
+                self.metrics.pending.inc();
+                if let Err(e) = self.backend.put_posts(std::slice::from_ref(post)).await {
+                    self.metrics.cache_errors.inc();
+                    eprintln!("kith feed: caching post {} failed: {e}", post.id);
+                }
+                Ok(())
+            }
+            Ok(false) | Err(_) => {
+                if let Err(e) = &queued {
+                    self.backend.carried_on("queueing a post for write-back", e);
+                }
+                let (engine, p) = (self.engine.clone(), post.clone());
+                blocking(move || engine.put_posts(&[p.as_ref()])).await?;
+                warnings.push(format!(
+                    "post {} was stored at once: the write-back queue could not take it",
+                    post.id
+                ));
+                Ok(())
+            }
+        }
+    }
+
     /// A post from the pending set or the feed database, not the cache.
     async fn stored_post(&self, id: u64) -> Result<Option<Arc<Post>>> {
         if let Some(p) = lock(&self.pending).posts.get(&id) {
             return Ok(Some(p.clone()));
+        }
+        if self.shared_writeback
+            && let Ok(r) = self.backend.shared_writeback()
+            && let Some(p) =
+                r.wb_get(&[id]).await.map_err(super::waiting_unavailable)?.pop().flatten()
+        {
+            return Ok(Some(p));
         }
         let engine = self.engine.clone();
         let mut got = blocking(move || engine.get_posts(&[id])).await?;
@@ -260,6 +311,21 @@ impl Feed {
                     }
                 }
             }
+            if self.shared_writeback
+                && !still.is_empty()
+                && let Ok(r) = self.backend.shared_writeback()
+            {
+                let want: Vec<u64> = still.iter().map(|&i| ids[i]).collect();
+                let waiting = r.wb_get(&want).await.map_err(super::waiting_unavailable)?;
+                let mut rest = Vec::new();
+                for (i, post) in still.into_iter().zip(waiting) {
+                    match post {
+                        Some(post) => found[i] = Some(post),
+                        None => rest.push(i),
+                    }
+                }
+                still = rest;
+            }
             let want: Vec<u64> = still.iter().map(|&i| ids[i]).collect();
             let engine = self.engine.clone();
             let got = blocking(move || engine.get_posts(&want)).await?;
@@ -291,12 +357,24 @@ impl Feed {
         if authors.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
+        // Waiting in the shared write-back: read before the store (a flush removes a post
+        // from there only after the store has it).
+        let mut waiting = match (self.shared_writeback, self.backend.shared_writeback()) {
+            (true, Ok(r)) => r
+                .wb_author_posts(&authors, before, limit)
+                .await
+                .map_err(super::waiting_unavailable)?,
+            _ => Vec::new(),
+        };
         let engine = self.engine.clone();
         let pending = self.pending.clone();
         blocking(move || -> Result<Vec<u64>> {
             let mut lists = Vec::with_capacity(authors.len());
-            for a in authors {
+            for (k, a) in authors.into_iter().enumerate() {
                 let mut ids = lock(&pending).author_posts(a, before, limit);
+                if let Some(w) = waiting.get_mut(k) {
+                    ids.append(w);
+                }
                 ids.extend(engine.author_posts(a, before, limit)?);
                 ids.sort_unstable_by(|x, y| y.cmp(x));
                 ids.dedup();

@@ -1,0 +1,219 @@
+//! Write-back shared by every server of a Redis Cluster: posts acknowledged before they
+//! reach the store wait in Redis, where every server sees them, instead of in one server's
+//! journal and memory.
+//!
+//! - `<prefix>:wq:{wq<s>}` (shard `s = id mod` [`SHARDS`]): the queue, a sorted set of
+//!   posts in their stored form scored by id. It is the durable record until the store has
+//!   the post: a post is acknowledged only once its master has it and (when the master has
+//!   replicas) one replica confirmed it (`WAIT`), so losing one Redis node loses no post.
+//! - `<prefix>:wa:{<author>}`: the author's waiting post ids, for pulls on any server.
+//! - `<prefix>:wl:{wq<s>}`: a flusher's short lock on shard `s`, so one server at a time
+//!   moves a shard into the store.
+//!
+//! A reader looks at the author index (pulls) or the queue (posts by id) before the store,
+//! and a flusher removes a post from them only after the store has it, so a waiting post is
+//! always found in one place or the other.
+
+use std::sync::Arc;
+
+use futures_util::future::try_join_all;
+
+use super::con::slot;
+use super::redis::Redis;
+use crate::error::Result;
+use crate::post::Post;
+
+/// Queue shards, spread over the masters by their hash tags.
+pub(crate) const SHARDS: u64 = 8;
+
+/// How long a flusher's lock on a shard lasts if it is never released (a killed flusher).
+const LOCK_MS: u64 = 5_000;
+
+/// How long an acknowledgement waits for a replica.
+const WAIT_MS: u64 = 200;
+
+/// Posts moved into the store per shard and flush.
+pub(crate) const FLUSH_BATCH: usize = 512;
+
+/// Deletes the lock only if this flusher holds it.
+const LUA_UNLOCK: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+impl Redis {
+    fn queue_key(&self, shard: u64) -> String {
+        format!("{}:wq:{{wq{shard}}}", self.prefix())
+    }
+
+    fn waiting_key(&self, author: u64) -> String {
+        format!("{}:wa:{{{author}}}", self.prefix())
+    }
+
+    fn lock_key(&self, shard: u64) -> String {
+        format!("{}:wl:{{wq{shard}}}", self.prefix())
+    }
+
+    /// Puts a post in the queue and the author's index. `Ok(true)` once it is durable in
+    /// Redis (on its master and, if the master has replicas, on one of them); `Ok(false)`
+    /// if no replica confirmed in time (the caller then stores it itself).
+    pub(crate) async fn wb_put(&self, post: &Post) -> Result<bool> {
+        let queue = self.queue_key(post.id % SHARDS);
+        let replicas = self.replicas_of(&queue);
+        let mut pipe = redis::pipe();
+        pipe.zadd(&queue, post.encode(), post.id);
+        if replicas > 0 {
+            pipe.cmd("WAIT").arg(1).arg(WAIT_MS);
+        } else {
+            pipe.cmd("PING");
+        }
+        let mut con = self.con();
+        let s = slot(queue.as_bytes());
+        let replies: Vec<redis::Value> =
+            self.run("write-back queue", con.pipeline_values_to(s, &pipe)).await?;
+        let confirmed = match replies.get(1) {
+            Some(redis::Value::Int(n)) => *n >= 1,
+            _ => replicas == 0,
+        };
+        let waiting = self.waiting_key(post.author);
+        let add = redis::cmd("ZADD").arg(&waiting).arg(post.id).arg(post.id).clone();
+        self.run("write-back index", add.query_async::<()>(&mut con)).await?;
+        Ok(confirmed)
+    }
+
+    /// Up to `limit` waiting post ids of each author below `before`, newest first.
+    pub(crate) async fn wb_author_posts(
+        &self,
+        authors: &[u64],
+        before: u64,
+        limit: usize,
+    ) -> Result<Vec<Vec<u64>>> {
+        let max = if before > 1 << 53 { "+inf".to_string() } else { format!("({before}") };
+        let reads = authors.iter().map(|&a| {
+            let mut con = self.con();
+            let mut cmd = redis::cmd("ZREVRANGEBYSCORE");
+            cmd.arg(self.waiting_key(a)).arg(&max).arg("-inf").arg("LIMIT").arg(0).arg(limit);
+            async move { cmd.query_async::<Vec<u64>>(&mut con).await }
+        });
+        self.run("write-back index", try_join_all(reads)).await
+    }
+
+    /// The waiting posts with these ids, in their order.
+    pub(crate) async fn wb_get(&self, ids: &[u64]) -> Result<Vec<Option<Arc<Post>>>> {
+        let reads = ids.iter().map(|&id| {
+            let mut con = self.con();
+            let mut cmd = redis::cmd("ZRANGEBYSCORE");
+            cmd.arg(self.queue_key(id % SHARDS)).arg(id).arg(id);
+            async move { cmd.query_async::<Vec<Vec<u8>>>(&mut con).await }
+        });
+        let got = self.run("write-back queue", try_join_all(reads)).await?;
+        got.into_iter()
+            .zip(ids)
+            .map(|(found, &id)| match found.first() {
+                None => Ok(None),
+                Some(b) => {
+                    Ok(Some(Arc::new(Post::decode(b, || format!("waiting post {id} in redis"))?)))
+                }
+            })
+            .collect()
+    }
+
+    /// Every waiting post above `after`, as (author, id), ascending: what a server that
+    /// takes over another's fan-out must deliver besides the stored posts.
+    pub(crate) async fn wb_after(&self, after: u64) -> Result<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        for shard in 0..SHARDS {
+            let mut con = self.con();
+            let mut cmd = redis::cmd("ZRANGEBYSCORE");
+            cmd.arg(self.queue_key(shard)).arg(format!("({after}")).arg("+inf");
+            let got: Vec<Vec<u8>> = self.run("write-back queue", cmd.query_async(&mut con)).await?;
+            for b in got {
+                let p = Post::decode(&b, || format!("a waiting post in shard {shard}"))?;
+                out.push((p.author, p.id));
+            }
+        }
+        out.sort_unstable_by_key(|&(_, id)| id);
+        Ok(out)
+    }
+
+    /// The largest waiting id (0 if none), so a starting server hands out larger ones.
+    pub(crate) async fn wb_max_id(&self) -> Result<u64> {
+        let mut max = 0;
+        for shard in 0..SHARDS {
+            let mut con = self.con();
+            let mut cmd = redis::cmd("ZRANGE");
+            cmd.arg(self.queue_key(shard)).arg(-1).arg(-1).arg("WITHSCORES");
+            let got: Vec<(Vec<u8>, u64)> =
+                self.run("write-back queue", cmd.query_async(&mut con)).await?;
+            max = got.iter().map(|&(_, id)| id).fold(max, u64::max);
+        }
+        Ok(max)
+    }
+
+    /// How many posts wait, over every shard.
+    pub(crate) async fn wb_len(&self) -> Result<u64> {
+        let mut n = 0;
+        for shard in 0..SHARDS {
+            let mut con = self.con();
+            let got: u64 = self
+                .run(
+                    "write-back queue",
+                    redis::cmd("ZCARD").arg(self.queue_key(shard)).query_async(&mut con),
+                )
+                .await?;
+            n += got;
+        }
+        Ok(n)
+    }
+
+    /// Locks shard `shard` for `owner` and takes its oldest waiting posts; `None` if another
+    /// flusher holds it.
+    pub(crate) async fn wb_take(&self, shard: u64, owner: &str) -> Result<Option<Vec<Post>>> {
+        let mut con = self.con();
+        let mut lock = redis::cmd("SET");
+        lock.arg(self.lock_key(shard)).arg(owner).arg("NX").arg("PX").arg(LOCK_MS);
+        let locked: Option<String> =
+            self.run("write-back lock", lock.query_async(&mut con)).await?;
+        if locked.is_none() {
+            return Ok(None);
+        }
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(self.queue_key(shard)).arg(0).arg(FLUSH_BATCH as u64 - 1);
+        let got: Vec<Vec<u8>> = self.run("write-back queue", cmd.query_async(&mut con)).await?;
+        let posts = got
+            .iter()
+            .map(|b| Post::decode(b, || format!("a waiting post in shard {shard}")))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(Some(posts))
+    }
+
+    /// After the store has `posts` (from shard `shard`): removes them from the author
+    /// indexes, then from the queue, and releases the lock.
+    pub(crate) async fn wb_done(&self, shard: u64, owner: &str, posts: &[Post]) -> Result<()> {
+        let removals = posts.iter().map(|p| {
+            let mut con = self.con();
+            let cmd = redis::cmd("ZREM").arg(self.waiting_key(p.author)).arg(p.id).clone();
+            async move { cmd.query_async::<()>(&mut con).await }
+        });
+        self.run("write-back index", try_join_all(removals)).await?;
+        let mut con = self.con();
+        if !posts.is_empty() {
+            let mut zrem = redis::cmd("ZREM");
+            zrem.arg(self.queue_key(shard));
+            for p in posts {
+                zrem.arg(p.encode());
+            }
+            self.run("write-back queue", zrem.query_async::<()>(&mut con)).await?;
+        }
+        self.wb_unlock(shard, owner).await
+    }
+
+    /// Releases the shard's lock if `owner` holds it.
+    pub(crate) async fn wb_unlock(&self, shard: u64, owner: &str) -> Result<()> {
+        let mut con = self.con();
+        let unlock = redis::Script::new(LUA_UNLOCK);
+        let mut inv = unlock.key(self.lock_key(shard));
+        inv.arg(owner);
+        self.run("write-back unlock", inv.invoke_async::<()>(&mut con)).await
+    }
+}
