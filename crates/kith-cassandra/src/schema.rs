@@ -301,6 +301,10 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
         format!("CREATE TABLE IF NOT EXISTS {ks}.feed_state (name text PRIMARY KEY, value bigint)"),
         format!("CREATE TABLE IF NOT EXISTS {ks}.servers (n int PRIMARY KEY, owner text)"),
         format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.follow_counts (uid bigint PRIMARY KEY, \
+             followees counter, followers counter)"
+        ),
+        format!(
             "CREATE TABLE IF NOT EXISTS {ks}.repushes (author bigint PRIMARY KEY, ticket bigint)"
         ),
         format!(

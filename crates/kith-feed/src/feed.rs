@@ -343,7 +343,7 @@ impl Feed {
         &self.config
     }
 
-    /// The backend's name ("in-process" or "redis").
+    /// The backend's name ("in-process", "redis" or "redis-cluster").
     pub fn backend_name(&self) -> &'static str {
         self.backend.name()
     }
@@ -397,12 +397,14 @@ impl Feed {
     }
 
     /// Whether the author's posts are fanned out to followers' timelines.
-    fn pushed(&self, author: u64) -> Result<bool> {
+    async fn pushed(&self, author: u64) -> Result<bool> {
         Ok(match self.config.strategy {
             Strategy::Pull => false,
             Strategy::Push => true,
             Strategy::Hybrid => {
-                self.engine.follow_degree(author)?.followers <= self.config.celebrity_threshold
+                let engine = self.engine.clone();
+                let degree = blocking(move || engine.follow_degree(author)).await?;
+                degree.followers <= self.config.celebrity_threshold
             }
         })
     }

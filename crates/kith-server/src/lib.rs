@@ -123,6 +123,8 @@ struct Stats {
     hit_rate: serde_json::Value,
     fanout_queue_depth: i64,
     writeback_pending: usize,
+    /// Posts of any server waiting in the shared write-back (Redis Cluster), if readable.
+    writeback_waiting: Option<u64>,
     journal_appends: u64,
     journal_syncs: u64,
 }
@@ -146,6 +148,7 @@ async fn stats(State(s): State<AppState>) -> axum::Json<Stats> {
         hit_rate: hit_rate.into(),
         fanout_queue_depth: s.feed.fanout_depth(),
         writeback_pending: s.feed.pending_posts(),
+        writeback_waiting: s.feed.waiting_posts().await.ok(),
         journal_appends: s.feed.journal_counts().0,
         journal_syncs: s.feed.journal_counts().1,
     })

@@ -134,6 +134,11 @@ pub trait Engine: Send + Sync + Debug {
     /// cheap (in memory) enough to call outside a blocking pool.
     fn follow_degree(&self, uid: u64) -> Result<Degree>;
 
+    /// The counts of several users, in their order (one request where the engine can).
+    fn follow_degrees(&self, uids: &[u64]) -> Result<Vec<Degree>> {
+        uids.iter().map(|&u| self.follow_degree(u)).collect()
+    }
+
     /// Stores posts (and indexes them by author) at once. Storing a post again changes
     /// nothing.
     fn put_posts(&self, posts: &[&Post]) -> Result<()>;

@@ -4,116 +4,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use common::Server;
+use common::feeds::feed_scenario;
 use common::service::{body, client, copy_dir, store};
 use kith_feed::testing::TestRedis;
-use reqwest::blocking::Client;
-use serde_json::json;
-
-/// What a brute-force feed holds: every post by a current followee, newest first.
-fn expected_feed(
-    follows: &BTreeMap<u64, BTreeSet<u64>>,
-    posts: &[(u64, String)],
-    uid: u64,
-) -> Vec<String> {
-    let empty = BTreeSet::new();
-    let f = follows.get(&uid).unwrap_or(&empty);
-    posts.iter().rev().filter(|(a, _)| f.contains(a)).map(|(_, c)| c.clone()).collect()
-}
-
-/// Reads a whole feed, page by page.
-fn read_feed(server: &Server, http: &Client, uid: u64, limit: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut before: Option<String> = None;
-    for _ in 0..1000 {
-        let path = match &before {
-            Some(c) => format!("/users/{uid}/feed?limit={limit}&before={c}"),
-            None => format!("/users/{uid}/feed?limit={limit}"),
-        };
-        let (s, page) = body(http.get(server.url(&path)).send().unwrap());
-        assert_eq!(s, 200, "{page}");
-        for post in page["posts"].as_array().unwrap() {
-            out.push(post["content"].as_str().unwrap().to_string());
-        }
-        match page["next_cursor"].as_str() {
-            Some(c) => before = Some(c.to_string()),
-            None => return out,
-        }
-    }
-    panic!("feed of {uid} did not end");
-}
-
-/// One scripted history of follows, posts and unfollows, checked against brute force after
-/// each phase. Returns every feed read, for comparison across configurations.
-fn feed_scenario(server: &Server, http: &Client) -> Vec<Vec<String>> {
-    let users: Vec<u64> = (0..12).collect();
-    let mut follows: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
-    let mut posts: Vec<(u64, String)> = Vec::new();
-    let mut reads = Vec::new();
-    let follow = |follows: &mut BTreeMap<u64, BTreeSet<u64>>, u: u64, targets: Vec<u64>| {
-        let (s, r) = body(
-            http.post(server.url(&format!("/users/{u}/follow")))
-                .json(&json!({"targets": targets}))
-                .send()
-                .unwrap(),
-        );
-        assert_eq!(s, 200, "{r}");
-        follows.entry(u).or_default().extend(targets);
-    };
-    // User 0 is a celebrity (followed by everyone); the others follow a few.
-    for &u in &users[1..] {
-        let mut t = vec![0, (u % 11) + 1, ((u * 5) % 11) + 1];
-        t.sort_unstable();
-        t.dedup();
-        t.retain(|&x| x != u);
-        follow(&mut follows, u, t);
-    }
-    let post = |posts: &mut Vec<(u64, String)>, author: u64, n: usize| {
-        for _ in 0..n {
-            let content = format!("post {} by {author}", posts.len());
-            let (s, r) = body(
-                http.post(server.url("/posts"))
-                    .json(&json!({"author": author, "content": content}))
-                    .send()
-                    .unwrap(),
-            );
-            assert_eq!(s, 201, "{r}");
-            assert_eq!(r["author"], author);
-            posts.push((author, content));
-        }
-    };
-    let check = |follows: &BTreeMap<u64, BTreeSet<u64>>,
-                 posts: &[(u64, String)],
-                 reads: &mut Vec<Vec<String>>| {
-        server.settle(http);
-        for &u in &users {
-            for limit in [3, 50] {
-                let got = read_feed(server, http, u, limit);
-                assert_eq!(got, expected_feed(follows, posts, u), "feed of {u}, pages of {limit}");
-                reads.push(got);
-            }
-        }
-    };
-    for round in 0..3 {
-        for &a in &users {
-            post(&mut posts, a, 1 + (a as usize + round) % 3);
-        }
-        check(&follows, &posts, &mut reads);
-    }
-    // Follow after the posts (backfill) and unfollow (removal).
-    follow(&mut follows, 1, vec![9, 10]);
-    let (s, _) = body(http.delete(server.url("/users/2/follow/0")).send().unwrap());
-    assert_eq!(s, 200);
-    follows.get_mut(&2).unwrap().remove(&0);
-    check(&follows, &posts, &mut reads);
-    for &a in &users {
-        post(&mut posts, a, 2);
-    }
-    check(&follows, &posts, &mut reads);
-    reads
-}
 
 #[test]
 fn feeds_agree_for_every_strategy_cache_and_backend() {
@@ -146,7 +40,7 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
                     args.extend(["--redis", redis.url(), "--redis-prefix", &prefix]);
                 }
                 let server = Server::start(&copy, &args);
-                let reads = feed_scenario(&server, &http);
+                let reads = feed_scenario(&[&server], &http);
                 let (_, stats) = body(http.get(server.url("/stats")).send().unwrap());
                 assert_eq!(stats["backend"], backend, "{stats}");
                 if cache != "none" {
@@ -177,7 +71,7 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
             "5",
         ];
         let server = Server::start_cassandra(&keyspace, &journal, &args);
-        let reads = feed_scenario(&server, &http);
+        let reads = feed_scenario(&[&server], &http);
         assert!(first.as_ref() == Some(&reads), "cassandra {feed} write-back differs");
     }
     // Write-back with a cache too small to hold anything for long and a slow flush: posts
@@ -197,7 +91,7 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
             "400",
         ],
     );
-    assert!(feed_scenario(&server, &http) == first.unwrap(), "evicting write-back differs");
+    assert!(feed_scenario(&[&server], &http) == first.unwrap(), "evicting write-back differs");
     let (_, stats) = body(http.get(server.url("/stats")).send().unwrap());
     assert!(stats["hit_rate"]["post"]["misses"].as_u64().unwrap() > 100, "no eviction: {stats}");
 }

@@ -90,7 +90,11 @@ impl Engine for CassandraStore {
     }
 
     fn follow_degree(&self, uid: u64) -> Result<Degree> {
-        Ok(self.degree(uid))
+        self.degree(uid)
+    }
+
+    fn follow_degrees(&self, uids: &[u64]) -> Result<Vec<Degree>> {
+        self.wait(self.degrees(uids))
     }
 
     fn put_posts(&self, posts: &[&Post]) -> Result<()> {

@@ -13,43 +13,52 @@ use kith_store::{
 
 use super::rows::{key, uid};
 use super::{CassandraStore, Writes, bad_rows, i, u};
-use crate::error::{Error, driver};
+use crate::error::driver;
 
 /// Cassandra's largest TTL (20 years); a record meant to live longer is kept that long.
 const MAX_TTL_S: u64 = 630_720_000;
 
 impl CassandraStore {
-    /// Counts every follow once (a scan of the follow table) into the in-memory degrees.
-    pub(crate) fn load_degrees(&self) -> crate::error::Result<()> {
-        let degrees = self.wait(async {
-            let pager = self
+    /// Follow counts of `uids` (in their order), read from the store: every server sees
+    /// every other's follows. One query per hundred users.
+    pub(crate) async fn degrees(&self, uids: &[u64]) -> Result<Vec<Degree>> {
+        let mut found: HashMap<u64, Degree> = HashMap::new();
+        for chunk in uids.chunks(100) {
+            let keys: Vec<i64> = chunk.iter().map(|&u| key(u)).collect();
+            let rows = self
                 .session()
-                .execute_iter(self.fixed.follow_scan.clone(), ())
+                .execute_unpaged(&self.fixed.counts_get, (keys,))
                 .await
-                .map_err(|e| Error::Cluster(format!("reading the follow graph: {e}")))?;
-            let mut rows = pager
-                .rows_stream::<(i64, i64)>()
-                .map_err(|e| Error::Cluster(format!("follow graph: {e}")))?;
-            let mut d: HashMap<u64, Degree> = HashMap::new();
-            while let Some(row) = rows.next().await {
-                let (a, b) =
-                    row.map_err(|e| Error::Cluster(format!("reading the follow graph: {e}")))?;
-                d.entry(uid(a)).or_default().followees += 1;
-                d.entry(uid(b)).or_default().followers += 1;
+                .map_err(|e| driver("reading follow counts", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("follow counts", e))?;
+            for row in rows
+                .rows::<(i64, Option<scylla::value::Counter>, Option<scylla::value::Counter>)>()
+                .map_err(|e| bad_rows("follow counts", e))?
+            {
+                let (k, followees, followers) = row.map_err(|e| bad_rows("follow counts", e))?;
+                let n = |c: Option<scylla::value::Counter>| c.map_or(0, |c| c.0.max(0) as u64);
+                found.insert(uid(k), Degree { followees: n(followees), followers: n(followers) });
             }
-            Ok::<_, Error>(d)
-        })?;
-        *self.degrees.lock().unwrap_or_else(PoisonError::into_inner) = degrees;
-        Ok(())
+        }
+        Ok(uids.iter().map(|u| found.get(u).copied().unwrap_or_default()).collect())
     }
 
-    pub(crate) fn degree(&self, uid: u64) -> Degree {
-        self.degrees
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&uid)
-            .copied()
-            .unwrap_or_default()
+    pub(crate) fn degree(&self, uid: u64) -> Result<Degree> {
+        Ok(self.wait(self.degrees(&[uid]))?[0])
+    }
+
+    /// Adds `by` to `uid`'s followee count and 1·sign to each target's follower count, in
+    /// one counter batch, after the follow batch it counts.
+    async fn count(&self, uid: u64, targets: &[u64], sign: i64) -> Result<()> {
+        use scylla::value::Counter;
+        let mut w = Writes::counters();
+        let n = Counter(sign * targets.len() as i64);
+        w.push(&self.fixed.count_add, (n, Counter(0), key(uid)));
+        for &t in targets {
+            w.push(&self.fixed.count_add, (Counter(0), Counter(sign), key(t)));
+        }
+        w.run(self.session(), "counting follows").await
     }
 
     /// Which of `targets` `uid` already follows.
@@ -89,14 +98,9 @@ impl CassandraStore {
             if let Some(r) = record {
                 self.push_record(&mut w, r)?;
             }
-            w.run(self.session(), "follow").await
-        })?;
-        let mut d = self.degrees.lock().unwrap_or_else(PoisonError::into_inner);
-        d.entry(uid).or_default().followees += targets.len() as u64;
-        for &t in targets {
-            d.entry(t).or_default().followers += 1;
-        }
-        Ok(())
+            w.run(self.session(), "follow").await?;
+            self.count(uid, targets, 1).await
+        })
     }
 
     pub(crate) fn unfollow_impl(
@@ -111,23 +115,20 @@ impl CassandraStore {
             if self.already(uid, &[target]).await?.is_empty() {
                 return Err(StoreError::NotFollowing { uid, target });
             }
+            let before = self.degrees(&[target]).await?[0].followers;
             let mut w = Writes::logged();
             w.push(&self.fixed.follow_del, (key(uid), key(target)));
             w.push(&self.fixed.follower_del, (key(target), key(uid)));
-            if repush_at.is_some_and(|t| self.degree(target).followers == t + 1) {
+            if repush_at.is_some_and(|t| before == t + 1) {
                 w.push(&self.fixed.repush_put, (key(target), i(self.next_token())));
             }
             if let Some(r) = record {
                 self.push_record(&mut w, r)?;
             }
-            w.run(self.session(), "unfollow").await
-        })?;
-        let mut d = self.degrees.lock().unwrap_or_else(PoisonError::into_inner);
-        d.entry(uid).or_default().followees =
-            d.get(&uid).map_or(0, |x| x.followees.saturating_sub(1));
-        let t = d.entry(target).or_default();
-        t.followers = t.followers.saturating_sub(1);
-        Ok((t.followers + 1, t.followers))
+            w.run(self.session(), "unfollow").await?;
+            self.count(uid, &[target], -1).await?;
+            Ok((before, before.saturating_sub(1)))
+        })
     }
 
     fn follow_lock(&self) -> std::sync::MutexGuard<'_, ()> {

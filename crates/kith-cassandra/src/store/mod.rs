@@ -13,14 +13,14 @@ pub(crate) mod servers;
 mod statements;
 mod users;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
-use kith_store::{Degree, Error as StoreError, LayoutMeta};
+use kith_store::{Error as StoreError, LayoutMeta};
 use scylla::client::session::Session;
 use scylla::serialize::row::SerializeRow;
 use scylla::statement::batch::{Batch, BatchType};
@@ -110,7 +110,6 @@ pub struct CassandraStore {
     /// transaction, safe across processes).
     allocating: tokio::sync::Mutex<()>,
     /// Follow counts, loaded at open and kept by this process's follows.
-    degrees: Mutex<HashMap<u64, Degree>>,
     /// Serialises this process's follow-graph edits, so "already following" checks, counts
     /// and re-push tokens stay exact.
     follow_lock: Mutex<()>,
@@ -185,7 +184,6 @@ impl CassandraStore {
             fixed,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             allocating: tokio::sync::Mutex::new(()),
-            degrees: Mutex::new(HashMap::new()),
             follow_lock: Mutex::new(()),
             next_token: AtomicU64::new(
                 std::time::SystemTime::now()
@@ -197,7 +195,6 @@ impl CassandraStore {
             checked: Mutex::new(Instant::now()),
             last_stamp: AtomicI64::new(0),
         };
-        store.load_degrees()?;
         Ok(store)
     }
 
@@ -359,11 +356,19 @@ impl Writes {
         Writes::new(BatchType::Unlogged)
     }
 
+    /// A batch of counter updates: the one kind of write that is not idempotent, so the
+    /// driver never sends it twice.
+    pub(crate) fn counters() -> Writes {
+        let mut w = Writes::new(BatchType::Counter);
+        w.batch.set_is_idempotent(false);
+        w
+    }
+
     fn new(kind: BatchType) -> Writes {
         let mut batch = Batch::new(kind);
-        // Every statement kith batches sets values (no counters, no list appends, no
-        // lightweight transactions), so applying a batch twice is applying it once: the
-        // driver may send it again through another node when its coordinator dies mid-way.
+        // Every other statement kith batches sets values (no list appends, no lightweight
+        // transactions), so applying a batch twice is applying it once: the driver may send
+        // it again through another node when its coordinator dies mid-way.
         batch.set_is_idempotent(true);
         Writes { batch, values: Vec::new() }
     }

@@ -47,7 +47,8 @@ statements! { Fixed(ks: &str) {
     follow_has = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target IN ?";
     followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? LIMIT ?";
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
-    follow_scan = true, "SELECT uid, target FROM {ks}.follows";
+    count_add = false, "UPDATE {ks}.follow_counts SET followees = followees + ?, followers = followers + ? WHERE uid = ?";
+    counts_get = true, "SELECT uid, followees, followers FROM {ks}.follow_counts WHERE uid IN ?";
     post_put = true, "INSERT INTO {ks}.posts (bucket, id, post) VALUES (?, ?, ?)";
     post_get = true, "SELECT post FROM {ks}.posts WHERE bucket = ? AND id = ?";
     posts_after = true, "SELECT post FROM {ks}.posts WHERE bucket = ? AND id > ? LIMIT ?";

@@ -88,10 +88,11 @@ impl Backend {
         }
     }
 
-    /// "in-process" or "redis".
+    /// "in-process", "redis" or "redis-cluster".
     pub fn name(&self) -> &'static str {
         match self {
             Backend::Local(_) => Local::NAME,
+            Backend::Redis(r) if r.is_cluster() => "redis-cluster",
             Backend::Redis(_) => Redis::NAME,
         }
     }

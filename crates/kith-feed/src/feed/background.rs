@@ -84,7 +84,7 @@ impl Feed {
     async fn run_job(&self, job: FanJob) -> Result<()> {
         let (author, ids, token) = match job {
             FanJob::Post { author, id } => {
-                if !self.pushed(author)? {
+                if !self.pushed(author).await? {
                     return Ok(());
                 }
                 (author, vec![id], None)
@@ -93,8 +93,11 @@ impl Feed {
                 let engine = self.engine.clone();
                 let token = blocking(move || engine.pending_repush(author)).await?;
                 // A celebrity again (or pull feeds now): its posts are pulled, nothing to add.
-                let ids =
-                    if self.pushed(author)? { self.author_recent(author).await? } else { vec![] };
+                let ids = if self.pushed(author).await? {
+                    self.author_recent(author).await?
+                } else {
+                    vec![]
+                };
                 (author, ids, token)
             }
         };

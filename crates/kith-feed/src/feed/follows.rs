@@ -44,7 +44,7 @@ impl Feed {
     pub(super) async fn backfill(&self, uid: u64, targets: &[u64]) -> Result<()> {
         if self.config.strategy != Strategy::Pull {
             for &t in targets {
-                if self.pushed(t)? {
+                if self.pushed(t).await? {
                     let ids = self.author_recent(t).await?;
                     // The follow is stored: a cache failure here must not fail it. A timeline
                     // that missed the backfill is marked stale by the backend and rebuilt from

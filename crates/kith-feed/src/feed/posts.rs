@@ -473,9 +473,11 @@ impl Feed {
             Strategy::Push => self.push_read(uid, &followees, before, limit).await?,
             Strategy::Hybrid => {
                 let threshold = self.config.celebrity_threshold;
+                let (engine, all) = (self.engine.clone(), followees.clone());
+                let degrees = blocking(move || engine.follow_degrees(&all)).await?;
                 let (mut celebs, mut normal) = (Vec::new(), Vec::new());
-                for &f in &followees {
-                    if self.engine.follow_degree(f)?.followers > threshold {
+                for (&f, d) in followees.iter().zip(degrees) {
+                    if d.followers > threshold {
                         celebs.push(f);
                     } else {
                         normal.push(f);

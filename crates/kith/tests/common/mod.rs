@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod feeds;
 pub mod service;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,138 @@
+//! Several `kith serve` processes over one store on Cassandra, sharing a Redis Cluster: any
+//! server answers any request with the same result. Writes go to one server and reads to
+//! the others: friend lists (strong and eventual, with the others' caches warm before the
+//! write), follow counts, posts by id, and feeds for every strategy with caching aside and
+//! shared write-back, against a brute-force feed.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::Server;
+use common::feeds::feed_scenario;
+use common::service::{body, client};
+use serde_json::{Value, json};
+
+/// Three servers over `keyspace` with caches on the test Redis Cluster under `prefix`.
+fn servers(keyspace: &str, dir: &Path, prefix: &str, extra: &[&str]) -> Vec<Server> {
+    let urls = kith_feed::testing::test_redis_cluster().join(",");
+    (0..3)
+        .map(|i| {
+            let journal = dir.join(format!("journal-{prefix}-{i}"));
+            let mut args = vec!["--redis-cluster", &urls, "--redis-prefix", prefix];
+            args.extend(extra);
+            Server::start_cassandra(keyspace, &journal, &args)
+        })
+        .collect()
+}
+
+fn friends(server: &Server, uid: u64, consistency: &str) -> Vec<u64> {
+    let http = client();
+    let url = server.url(&format!("/users/{uid}/friends?limit=1000&consistency={consistency}"));
+    let (s, r) = body(http.get(url).send().unwrap());
+    assert_eq!(s, 200, "{r}");
+    r["friends"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
+}
+
+#[test]
+fn any_server_answers_like_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.kgraph");
+    common::lfr_graph(&graph, "100", "8", "3");
+    let keyspace = common::build_cassandra(&graph, "kith");
+    let prefix = format!("c{}", std::process::id());
+    let all = servers(&keyspace, dir.path(), &prefix, &["--cache", "aside"]);
+    let [a, b, c] = [&all[0], &all[1], &all[2]];
+    let http = client();
+
+    // Friend lists: every server's cache warm, a change through one, both consistencies
+    // on the others at once.
+    let before = friends(a, 5, "strong");
+    let newcomer = (0..100u64).find(|v| *v != 5 && !before.contains(v)).unwrap();
+    for s in [a, b, c] {
+        assert_eq!(friends(s, 5, "eventual"), before);
+        assert!(!friends(s, newcomer, "eventual").contains(&5));
+    }
+    let (s, r) = body(http.post(a.url(&format!("/users/5/friends/{newcomer}"))).send().unwrap());
+    assert_eq!((s, r["changed"].clone()), (200, json!(true)));
+    for s in [b, c, a] {
+        for consistency in ["eventual", "strong"] {
+            assert!(friends(s, 5, consistency).contains(&newcomer), "{} {consistency}", s.base);
+            assert!(friends(s, newcomer, consistency).contains(&5), "{} {consistency}", s.base);
+        }
+    }
+    let (s, _) = body(http.delete(b.url(&format!("/users/5/friends/{newcomer}"))).send().unwrap());
+    assert_eq!(s, 200);
+    for s in [c, a, b] {
+        assert_eq!(friends(s, 5, "eventual"), before, "{}", s.base);
+        assert!(!friends(s, newcomer, "eventual").contains(&5), "{}", s.base);
+    }
+
+    // Follow counts and lists, and posts by id, from every server.
+    let (s, r) =
+        body(http.post(a.url("/users/7/follow")).json(&json!({"targets": [8, 9]})).send().unwrap());
+    assert_eq!(s, 200, "{r}");
+    let (s, r) =
+        body(http.post(b.url("/users/10/follow")).json(&json!({"targets": [8]})).send().unwrap());
+    assert_eq!(s, 200, "{r}");
+    for s in [a, b, c] {
+        let (_, f) = body(http.get(s.url("/users/8/follows")).send().unwrap());
+        assert_eq!(f["follower_count"], 2, "{}: {f}", s.base);
+        let (_, f) = body(http.get(s.url("/users/7/follows")).send().unwrap());
+        assert_eq!(f["followee_count"], 2, "{}: {f}", s.base);
+    }
+    let mut ids = BTreeSet::new();
+    for (i, s) in all.iter().cycle().take(30).enumerate() {
+        let content = format!("hello {i}");
+        let (st, p) = body(
+            http.post(s.url("/posts"))
+                .json(&json!({"author": 8, "content": content}))
+                .send()
+                .unwrap(),
+        );
+        assert_eq!(st, 201, "{p}");
+        let id = p["id"].as_u64().unwrap();
+        assert!(ids.insert(id), "post id {id} handed out twice");
+        let other = &all[(i + 1) % 3];
+        let (st, got) = body(http.get(other.url(&format!("/posts/{id}"))).send().unwrap());
+        assert_eq!((st, got["content"].clone()), (200, Value::from(content)));
+    }
+    drop(all);
+
+    // Feeds: each request to the next server, against brute force, every strategy with
+    // caching aside and shared write-back; all alike.
+    let mut first: Option<Vec<Vec<String>>> = None;
+    for feed in ["pull", "push", "hybrid"] {
+        for cache in ["aside", "write-back"] {
+            let keyspace = common::build_cassandra(&graph, "kith");
+            let prefix = format!("c{}-{feed}-{cache}", std::process::id());
+            // Write-back never flushes here: every post a feed shows comes from the queue
+            // the servers share, not from the store.
+            let args = [
+                "--feed",
+                feed,
+                "--cache",
+                cache,
+                "--timeline-len",
+                "7",
+                "--celebrity-threshold",
+                "5",
+                "--flush-interval-ms",
+                "600000",
+            ];
+            let all = servers(&keyspace, dir.path(), &prefix, &args);
+            let refs: Vec<&Server> = all.iter().collect();
+            let reads = feed_scenario(&refs, &http);
+            let (_, stats) = body(http.get(all[0].url("/stats")).send().unwrap());
+            assert_eq!(stats["backend"], "redis-cluster");
+            if cache == "write-back" {
+                assert!(stats["writeback_waiting"].as_u64() > Some(50), "{stats}");
+            }
+            match &first {
+                None => first = Some(reads),
+                Some(f) => assert!(f == &reads, "{feed} {cache} differs"),
+            }
+        }
+    }
+}
