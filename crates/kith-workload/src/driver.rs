@@ -1,7 +1,14 @@
-//! The load driver: sends a [`Source`]'s requests to a kith server over HTTP, closed loop
+//! The load driver: sends a [`Source`]'s requests to kith servers over HTTP, closed loop
 //! (a number of clients, each sending its next request when the previous one is answered)
 //! or open loop (requests scheduled at a fixed rate, latency measured from the scheduled
 //! time, so a slow server cannot hide its queueing behind a slower client).
+//!
+//! With several servers the requests are spread over them (client `c` starts at server
+//! `c mod n`, open-loop request `i` at server `i mod n`), and a request that gets no answer
+//! or a 503 is sent again to the next server, each server at most once: so clients move off
+//! a server that died. A server that failed that way is skipped for [`DOWN_FOR`] by every
+//! client. Writes carry an `Idempotency-Key`, so a write sent again after an answer was lost
+//! is applied once. A request's latency includes its retries.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,11 +25,14 @@ use tokio::time::Instant;
 use crate::error::{Error, Result};
 use crate::mix::{Request, Source};
 
+/// How long a server that failed a request is skipped.
+pub const DOWN_FOR: Duration = Duration::from_secs(1);
+
 /// How to drive.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
-    /// The server, e.g. `http://127.0.0.1:7070`.
-    pub target: String,
+    /// The servers, e.g. `http://127.0.0.1:7070` (one or more).
+    pub targets: Vec<String>,
     /// Closed loop: concurrent clients. Open loop: the most requests in flight.
     pub clients: usize,
     /// Open loop at this many requests per second; `None` = closed loop.
@@ -84,27 +94,55 @@ pub struct RunReport {
     pub ops: Vec<OpReport>,
     /// All operations together.
     pub total: OpReport,
+    /// Per server, in the order given: requests it answered (any status) in the measured
+    /// window.
+    pub answered_by: Vec<u64>,
+    /// Requests sent again to another server after no answer or a 503.
+    pub retries: u64,
+    /// Seconds from the start of the measured window to its first and last failed request,
+    /// if any failed: the window in which clients saw failures.
+    pub failed_window_s: Option<(f64, f64)>,
 }
 
 #[derive(Default)]
 struct Tally {
     hist: BTreeMap<&'static str, Histogram<u64>>,
     errors: BTreeMap<&'static str, BTreeMap<String, u64>>,
+    answered_by: BTreeMap<usize, u64>,
+    retries: u64,
+    /// First and last failure, as offsets from the measured window's start.
+    failed: Option<(Duration, Duration)>,
 }
 
 impl Tally {
-    fn record(&mut self, op: &'static str, micros: u64, error: Option<String>) {
+    fn record(&mut self, op: &'static str, micros: u64, sent: &Sent, at: Duration) {
         self.hist
             .entry(op)
             .or_insert_with(|| Histogram::new(3).expect("valid precision"))
             .record(micros.max(1))
             .expect("auto-resizing histogram");
-        if let Some(e) = error {
-            *self.errors.entry(op).or_default().entry(e).or_insert(0) += 1;
+        if let Some(server) = sent.server {
+            *self.answered_by.entry(server).or_insert(0) += 1;
+        }
+        self.retries += sent.retries;
+        if let Some(e) = &sent.error {
+            *self.errors.entry(op).or_default().entry(e.clone()).or_insert(0) += 1;
+            self.failed = Some(match self.failed {
+                None => (at, at),
+                Some((first, last)) => (first.min(at), last.max(at)),
+            });
         }
     }
 
     fn merge(&mut self, other: Tally) {
+        for (s, n) in other.answered_by {
+            *self.answered_by.entry(s).or_insert(0) += n;
+        }
+        self.retries += other.retries;
+        self.failed = match (self.failed, other.failed) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, None) | (None, x) => x,
+        };
         for (op, h) in other.hist {
             self.hist
                 .entry(op)
@@ -167,34 +205,136 @@ pub async fn check_target(http: &reqwest::Client, target: &str) -> Result<()> {
     Ok(())
 }
 
-async fn send(http: &reqwest::Client, base: &str, req: &Request) -> Option<String> {
-    let url = format!("{base}{}", req.path);
-    let builder = match req.method {
-        "POST" => http.post(url),
-        "PUT" => http.put(url),
-        "DELETE" => http.delete(url),
-        _ => http.get(url),
-    };
-    let builder = match &req.body {
-        Some(b) => builder.json(b),
-        None => builder,
-    };
-    match builder.send().await {
-        Ok(r) => {
-            let status = r.status();
-            // Read the whole body: the answer is not complete until then.
-            let body = r.bytes().await;
-            match (status.is_success(), body) {
-                (true, Ok(_)) => None,
-                (false, _) => Some(status.as_u16().to_string()),
-                (true, Err(_)) => Some("transport".into()),
-            }
+/// The servers and which of them failed lately.
+pub(crate) struct Servers {
+    bases: Vec<String>,
+    /// Per server: until when it is skipped.
+    down: std::sync::Mutex<Vec<Option<Instant>>>,
+}
+
+impl Servers {
+    pub(crate) fn new(targets: &[String]) -> Servers {
+        Servers {
+            bases: targets.iter().map(|t| t.trim_end_matches('/').to_string()).collect(),
+            down: std::sync::Mutex::new(vec![None; targets.len()]),
         }
-        Err(_) => Some("transport".into()),
+    }
+
+    fn is_down(&self, i: usize) -> bool {
+        let down = self.down.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        down[i].is_some_and(|until| Instant::now() < until)
+    }
+
+    fn mark_down(&self, i: usize) {
+        self.down.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i] =
+            Some(Instant::now() + DOWN_FOR);
+    }
+
+    fn mark_up(&self, i: usize) {
+        self.down.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i] = None;
     }
 }
 
-/// Drives `source` against the target once.
+/// How one request went.
+pub(crate) struct Sent {
+    /// The server that answered last (any status), if any did.
+    pub server: Option<usize>,
+    /// The failure (status code or `transport`), if it failed everywhere it was sent.
+    pub error: Option<String>,
+    /// Times it was sent again to another server.
+    pub retries: u64,
+    /// The answer's body, when it succeeded.
+    pub body: Option<bytes::Bytes>,
+}
+
+/// Sends `req`, starting at server `first` (skipping servers marked down unless all are),
+/// and to the next server after no answer or a 503, each server at most once. `key`, for
+/// writes, is sent as `Idempotency-Key`.
+pub(crate) async fn send(
+    http: &reqwest::Client,
+    servers: &Servers,
+    first: usize,
+    req: &Request,
+    key: Option<&str>,
+) -> Sent {
+    let n = servers.bases.len();
+    let order: Vec<usize> = (0..n).map(|k| (first + k) % n).collect();
+    let mut tries: Vec<usize> = order.iter().copied().filter(|&i| !servers.is_down(i)).collect();
+    tries.extend(order.iter().copied().filter(|&i| servers.is_down(i)));
+    let mut sent = Sent { server: None, error: None, retries: 0, body: None };
+    for (attempt, i) in tries.into_iter().enumerate() {
+        if attempt > 0 {
+            sent.retries += 1;
+        }
+        let url = format!("{}{}", servers.bases[i], req.path);
+        let mut builder = match req.method {
+            "POST" => http.post(url),
+            "PUT" => http.put(url),
+            "DELETE" => http.delete(url),
+            _ => http.get(url),
+        };
+        if let (Some(k), "POST" | "DELETE") = (key, req.method) {
+            builder = builder.header("Idempotency-Key", k);
+        }
+        if let Some(b) = &req.body {
+            builder = builder.json(b);
+        }
+        let answer = match builder.send().await {
+            Ok(r) => {
+                let status = r.status();
+                // Read the whole body: the answer is not complete until then.
+                match r.bytes().await {
+                    Ok(body) => Some((status, body)),
+                    Err(_) => None,
+                }
+            }
+            Err(_) => None,
+        };
+        match answer {
+            Some((status, body)) if status.is_success() => {
+                servers.mark_up(i);
+                sent.server = Some(i);
+                sent.error = None;
+                sent.body = Some(body);
+                return sent;
+            }
+            Some((status, _)) if status.as_u16() != 503 => {
+                sent.server = Some(i);
+                sent.error = Some(status.as_u16().to_string());
+                return sent;
+            }
+            Some((status, _)) => {
+                sent.server = Some(i);
+                sent.error = Some(status.as_u16().to_string());
+            }
+            None => {
+                servers.mark_down(i);
+                sent.error = Some("transport".into());
+            }
+        }
+    }
+    sent
+}
+
+/// Checks that at least one of the servers answers `GET /health`; names the first failure
+/// when none does.
+pub async fn check_targets(http: &reqwest::Client, targets: &[String]) -> Result<()> {
+    let mut first_error = None;
+    for t in targets {
+        match check_target(http, t).await {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| Error::Config {
+        origin: "load driver".into(),
+        reason: "no server given".into(),
+    }))
+}
+
+/// Drives `source` against the servers once.
 pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunReport> {
     if config.clients == 0 {
         return Err(Error::Config {
@@ -207,8 +347,11 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
         .timeout(config.timeout)
         .build()
         .map_err(|e| Error::Config { origin: "http client".into(), reason: e.to_string() })?;
-    check_target(&http, &config.target).await?;
-    let base = Arc::new(config.target.trim_end_matches('/').to_string());
+    check_targets(&http, &config.targets).await?;
+    let servers = Arc::new(Servers::new(&config.targets));
+    let n = config.targets.len();
+    // Idempotency keys unique to this run.
+    let run_id = format!("{:x}-{:x}", config.seed, std::process::id() as u64 ^ now_nanos());
     let start = Instant::now();
     let measure_from = start + config.warmup;
     let deadline = measure_from + config.duration;
@@ -219,8 +362,9 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
         None => {
             let mut tasks = Vec::new();
             for c in 0..config.clients {
-                let (http, base, source, counter, tally) =
-                    (http.clone(), base.clone(), source.clone(), counter.clone(), tally.clone());
+                let (http, servers, source, counter, tally) =
+                    (http.clone(), servers.clone(), source.clone(), counter.clone(), tally.clone());
+                let run_id = run_id.clone();
                 let seed = config.seed ^ (c as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
                 tasks.push(tokio::spawn(async move {
                     let mut rng = Pcg64Mcg::seed_from_u64(seed);
@@ -229,9 +373,11 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
                         let i = counter.fetch_add(1, Ordering::Relaxed);
                         let Some(req) = source.next(i, &mut rng) else { break };
                         let t = Instant::now();
-                        let error = send(&http, &base, &req).await;
+                        let key = format!("{run_id}-{i}");
+                        let sent = send(&http, &servers, c % n, &req, Some(&key)).await;
                         if t >= measure_from {
-                            mine.record(req.op, t.elapsed().as_micros() as u64, error);
+                            let at = t - measure_from;
+                            mine.record(req.op, t.elapsed().as_micros() as u64, &sent, at);
                         }
                     }
                     tally.lock().await.merge(mine);
@@ -269,13 +415,16 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
                         permits.clone().acquire_owned().await.expect("never closed")
                     }
                 };
-                let (http, base, tally) = (http.clone(), base.clone(), tally.clone());
+                let (http, servers, tally) = (http.clone(), servers.clone(), tally.clone());
+                let key = format!("{run_id}-{i}");
+                let first = i as usize % n;
                 tokio::spawn(async move {
-                    let error = send(&http, &base, &req).await;
+                    let sent = send(&http, &servers, first, &req, Some(&key)).await;
                     // From the scheduled time: queueing anywhere counts.
                     let micros = scheduled.elapsed().as_micros() as u64;
                     if scheduled >= measure_from {
-                        tally.lock().await.record(req.op, micros, error);
+                        let at = scheduled - measure_from;
+                        tally.lock().await.record(req.op, micros, &sent, at);
                     }
                     drop(permit);
                 });
@@ -310,5 +459,14 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
         late_sends: late,
         total: op_report("all", &all, &all_errors, measured),
         ops,
+        answered_by: (0..n).map(|i| tally.answered_by.get(&i).copied().unwrap_or(0)).collect(),
+        retries: tally.retries,
+        failed_window_s: tally.failed.map(|(a, b)| (a.as_secs_f64(), b.as_secs_f64())),
     })
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }

@@ -17,7 +17,7 @@ mod sonetor;
 mod trace;
 
 pub use config::SonetorConfig;
-pub use driver::{OpReport, RunConfig, RunReport, check_target, run};
+pub use driver::{DOWN_FOR, OpReport, RunConfig, RunReport, check_target, check_targets, run};
 pub use error::{Error, Result};
 pub use mix::{FriendAccess, LinkBench, ParkerCalls, Source, TraceSource};
 pub use sonetor::{Activity, Event, generate};

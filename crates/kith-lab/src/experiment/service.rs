@@ -183,7 +183,7 @@ pub(super) fn drive(
     args: &ServiceArgs,
 ) -> Result<RunReport> {
     let config = RunConfig {
-        target: base.to_string(),
+        targets: vec![base.to_string()],
         clients,
         rate: None,
         duration: Duration::from_secs_f64(args.duration_s),

@@ -22,9 +22,10 @@ pub(crate) struct RunArgs {
     /// A request mix.
     #[arg(long, value_parser = ["linkbench", "bondhu-uniform", "bondhu-preferential", "bondhu-overlap"])]
     mix: Option<String>,
-    /// The server.
-    #[arg(long, default_value = "http://127.0.0.1:7070")]
-    target: String,
+    /// The servers, comma-separated: requests are spread over them, and one that fails
+    /// (no answer, or 503) is sent again to the next.
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:7070")]
+    target: Vec<String>,
     /// Closed-loop client counts to sweep (with --rate: the most requests in flight).
     #[arg(long, value_delimiter = ',', default_value = "8")]
     clients: Vec<usize>,
@@ -60,14 +61,22 @@ struct Report {
     date: String,
     commit: Option<String>,
     machine: Machine,
-    target: String,
+    targets: Vec<String>,
     source: String,
     runs: Vec<RunReport>,
 }
 
-async fn all_users(target: &str) -> Result<Vec<u64>> {
+async fn all_users(targets: &[String]) -> Result<Vec<u64>> {
     let http = reqwest::Client::new();
-    kith_workload::check_target(&http, target).await?;
+    kith_workload::check_targets(&http, targets).await?;
+    // From the first server that answers; every server serves the same store.
+    let mut target = targets[0].as_str();
+    for t in targets {
+        if kith_workload::check_target(&http, t).await.is_ok() {
+            target = t;
+            break;
+        }
+    }
     let mut users = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
@@ -122,7 +131,7 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
     let mut runs = Vec::new();
     for &clients in &args.clients {
         let config = RunConfig {
-            target: args.target.clone(),
+            targets: args.target.clone(),
             clients,
             rate: args.rate,
             duration: Duration::from_secs_f64(args.duration_s),
@@ -145,7 +154,7 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
         date: utc_now(),
         commit: git_commit(),
         machine: Machine::describe(),
-        target: args.target.clone(),
+        targets: args.target.clone(),
         source: name,
         runs,
     };
