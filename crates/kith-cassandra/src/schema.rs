@@ -41,7 +41,9 @@ use crate::error::{Error, Result};
 pub const DEFAULT_KEYSPACE: &str = "kith";
 
 /// The store's format on Cassandra; a newer one is refused.
-/// Format 2 added friend copies (`generations.friend_copies`, `index_gN.copied_to`).
+/// Format 2 added friend copies (`generations.friend_copies`, `index_gN.copied_to`);
+/// format 3 server numbers (`servers`) and follow counters (`follow_counts`), for several
+/// servers on one store.
 pub(crate) const FORMAT: i32 = 3;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
@@ -139,7 +141,7 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
         .and_then(|r| r.0);
     match format {
         Some(f) if f < FORMAT => Err(Error::Cluster(format!(
-            "keyspace {keyspace} holds a kith store of format {f}, before friend copies (format {FORMAT}); rebuild it with `kith store build --cassandra`"
+            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, follow counters); rebuild it with `kith store build --cassandra`"
         ))),
         _ => Ok(()),
     }

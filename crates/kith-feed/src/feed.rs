@@ -107,8 +107,13 @@ pub struct Feed {
     server: u16,
     /// Who holds the lease: unique to this `Feed`.
     owner: String,
-    /// The lease could not be renewed: no ids are handed out until it is held again.
+    /// Until when (milliseconds after `started`) the lease on `server` surely holds: the
+    /// time its last renewal was sent, plus the lease, less a margin. No id is handed out
+    /// past it, so no two live servers ever hand out ids under one number.
+    lease_until_ms: std::sync::atomic::AtomicU64,
+    /// Whether the last renewal held the lease (for the messages when that changes).
     fenced: AtomicBool,
+    started: std::time::Instant,
     fanout: mpsc::Sender<FanJob>,
     depth: Arc<AtomicI64>,
     idle: Arc<Notify>,
@@ -145,6 +150,9 @@ const REDO_BATCH: usize = 1024;
 /// How long a server number's lease lasts without renewal: a server killed without
 /// releasing its number has its fan-out taken over about this long after.
 pub(crate) const LEASE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How much sooner than its lease a server stops handing out ids (clocks of this host and
+/// the store's nodes drift apart a little).
+pub(crate) const LEASE_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A lease owner's name: unique to this process and moment.
 fn owner_name() -> String {
@@ -175,6 +183,9 @@ impl Feed {
         }
         let e = engine.clone();
         let mut last = blocking(move || e.last_post_id()).await?;
+        // A number without a watermark starts from here: posts a replay adds below are
+        // redone rather than counted as delivered.
+        let before_replay = last;
         let backend = match (&config.redis, config.redis_cluster.as_slice()) {
             (Some(_), [_, ..]) => {
                 return Err(Error::Invalid("one Redis or a Redis Cluster, not both".into()));
@@ -228,8 +239,8 @@ impl Feed {
                 let w = match e.fanout_watermark(n)? {
                     Some(w) => w,
                     None => {
-                        e.set_fanout_watermark(n, stored_last, true)?;
-                        stored_last
+                        e.set_fanout_watermark(n, before_replay, true)?;
+                        before_replay
                     }
                 };
                 Ok((n, w, stored_last))
@@ -247,7 +258,11 @@ impl Feed {
             ids: Arc::new(IdGen::new(last, server, slots)),
             server,
             owner,
+            lease_until_ms: std::sync::atomic::AtomicU64::new(
+                (LEASE - LEASE_MARGIN).as_millis() as u64
+            ),
             fenced: AtomicBool::new(false),
+            started: std::time::Instant::now(),
             fanout: tx,
             depth: Arc::new(AtomicI64::new(0)),
             idle: Arc::new(Notify::new()),
@@ -262,13 +277,29 @@ impl Feed {
             config,
         });
         let dispatcher = tokio::spawn(Feed::dispatch(feed.clone(), rx));
-        let mut tasks = vec![dispatcher, tokio::spawn(Feed::keeper(feed.clone()))];
+        let mut tasks = vec![
+            dispatcher,
+            tokio::spawn(Feed::keeper(feed.clone())),
+            tokio::spawn(Feed::leaser(feed.clone())),
+        ];
         if feed.journal.is_some() || feed.shared_writeback {
             tasks.push(tokio::spawn(Feed::flusher(feed.clone())));
         }
         *feed.tasks.lock().expect("fresh mutex") = tasks;
-        feed.redo_fanout(watermark).await?;
-        feed.redo_repushes().await?;
+        let redone = match feed.redo_fanout(watermark).await {
+            Ok(()) => feed.redo_repushes().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = redone {
+            // Not opened after all: stop the tasks and free the number.
+            for t in feed.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..)
+            {
+                t.abort();
+            }
+            let (engine, server, owner) = (feed.engine.clone(), feed.server, feed.owner.clone());
+            let _ = blocking(move || engine.release_server(server, &owner)).await;
+            return Err(e);
+        }
         Ok(feed)
     }
 
@@ -285,6 +316,12 @@ impl Feed {
     /// This server's number on the store.
     pub fn server_number(&self) -> u16 {
         self.server
+    }
+
+    /// Whether the lease on the server number surely holds now.
+    fn holds_number(&self) -> bool {
+        let now = self.started.elapsed().as_millis() as u64;
+        now < self.lease_until_ms.load(Ordering::SeqCst)
     }
 
     /// Queues the fan-out of every post above `watermark`: the stored ones, then any only in

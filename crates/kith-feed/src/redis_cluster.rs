@@ -156,6 +156,19 @@ impl LocalRedisCluster {
             nodes,
             progress: config.progress,
         };
+        // From the first launch on, a failure stops whatever was started.
+        match cluster.form(config) {
+            Ok(()) => Ok(cluster),
+            Err(e) => {
+                let _ = cluster.down(Duration::ZERO);
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts every node of a new cluster and makes them one.
+    fn form(&mut self, config: &RedisClusterConfig) -> Result<()> {
+        let cluster = self;
         for i in 0..cluster.nodes.len() {
             cluster.launch(i)?;
         }
@@ -173,7 +186,13 @@ impl LocalRedisCluster {
             cluster.masters, cluster.replicas
         ));
         let endpoints: Vec<String> = cluster.nodes.iter().map(RedisNode::endpoint).collect();
-        // redis-cli waits for the nodes to meet; bounded by the deadline like the rest.
+        // redis-cli waits for the nodes to meet; bounded by the deadline like the rest. Its
+        // output goes to a file (a pipe nobody reads while it runs could fill and stall it).
+        let log_path = cluster.dir.join("redis").join("create.log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| ClusterError(format!("creating {}: {e}", log_path.display())))?;
+        let log_err =
+            log.try_clone().map_err(|e| ClusterError(format!("{}: {e}", log_path.display())))?;
         let mut child = Command::new("redis-cli")
             .arg("--cluster")
             .arg("create")
@@ -182,8 +201,8 @@ impl LocalRedisCluster {
             .arg(cluster.replicas.to_string())
             .arg("--cluster-yes")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(log)
+            .stderr(log_err)
             .spawn()
             .map_err(|e| ClusterError(format!("running redis-cli --cluster create: {e}")))?;
         let status = loop {
@@ -219,8 +238,7 @@ impl LocalRedisCluster {
                 ));
             }
         }
-        cluster.wait_formed(deadline)?;
-        Ok(cluster)
+        cluster.wait_formed(deadline)
     }
 
     /// The cluster recorded in `dir`.
@@ -467,9 +485,14 @@ impl RedisNode {
         format!("{}:{}", self.address, self.port)
     }
 
-    /// Whether its process runs.
+    /// Whether its process runs (a `redis-server`: a pid recorded before a reboot may
+    /// name another process since).
     pub fn alive(&self) -> bool {
-        self.pid.is_some_and(pid_alive)
+        self.pid.is_some_and(|p| {
+            pid_alive(p)
+                && std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.windows(12).any(|w| w == b"redis-server"))
+        })
     }
 
     /// Sends one command on a connection of its own (5 s bounds) and returns the reply as
@@ -479,7 +502,7 @@ impl RedisNode {
     }
 
     fn signal(&self, signal: i32) {
-        if let Some(pid) = self.pid.filter(|&p| pid_alive(p)) {
+        if let Some(pid) = self.pid.filter(|_| self.alive()) {
             // SAFETY: kill(2) with a pid this cluster started and a valid signal number.
             unsafe {
                 libc::kill(pid as i32, signal);

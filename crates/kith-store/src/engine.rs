@@ -130,8 +130,8 @@ pub trait Engine: Send + Sync + Debug {
     /// A page of who follows `uid`, ascending.
     fn followers(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>>;
 
-    /// The user's follow counts. Called on every post and feed read, so engines keep it
-    /// cheap (in memory) enough to call outside a blocking pool.
+    /// The user's follow counts (in memory for RocksDB; a read of the store on Cassandra,
+    /// so that every server sees every other's follows). Called from the blocking pool.
     fn follow_degree(&self, uid: u64) -> Result<Degree>;
 
     /// The counts of several users, in their order (one request where the engine can).

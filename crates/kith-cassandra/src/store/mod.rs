@@ -109,9 +109,9 @@ pub struct CassandraStore {
     /// Serialises this process's position allocations (the allocator itself is a lightweight
     /// transaction, safe across processes).
     allocating: tokio::sync::Mutex<()>,
-    /// Follow counts, loaded at open and kept by this process's follows.
-    /// Serialises this process's follow-graph edits, so "already following" checks, counts
-    /// and re-push tokens stay exact.
+    /// Serialises this process's follow-graph edits, so its own "already following" checks,
+    /// counts and re-push tokens do not race each other (other processes' may: see
+    /// `docs/cassandra.md`, "Several servers").
     follow_lock: Mutex<()>,
     /// The next pending re-push token, seeded from the clock.
     next_token: AtomicU64,

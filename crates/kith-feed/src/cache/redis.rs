@@ -72,6 +72,12 @@ pub enum Target<'a> {
 /// What the backend, its probe and its watcher share.
 struct Shared {
     con: Con,
+    /// A second connection, for write-back's `WAIT`s, which hold a connection until a
+    /// replica confirms: nothing else waits behind them.
+    waiting: Con,
+    /// Masters that took slots over, found by any reading of the slot map, for the watcher
+    /// to drop entries on.
+    owed: Mutex<Vec<super::con::Master>>,
     /// A cluster's slot map (empty on one Redis).
     masters: Mutex<Arc<Masters>>,
     drop_script: redis::Script,
@@ -136,30 +142,34 @@ impl Redis {
                 config.redis_prefix
             )));
         }
-        let mut con = match target {
-            Target::One(url) => {
-                let client = redis::Client::open(url)?;
-                // No reconnection retries inside the manager: a call waiting for them would
-                // wait past its deadline. The probe retries instead, every probe interval.
-                let manager = ConnectionManagerConfig::new()
-                    .set_connection_timeout(config.redis_connect_timeout)
-                    .set_response_timeout(config.redis_response_timeout)
-                    .set_number_of_retries(0);
-                Con::Single(ConnectionManager::new_with_config(client, manager).await?)
-            }
-            Target::Cluster(urls) => {
-                // Redirections (MOVED, ASK) need retries; two, quickly, keep a call within
-                // its deadline.
-                let client = ClusterClientBuilder::new(urls.to_vec())
-                    .connection_timeout(config.redis_connect_timeout)
-                    .response_timeout(config.redis_response_timeout)
-                    .retries(2)
-                    .min_retry_wait(10)
-                    .max_retry_wait(100)
-                    .build()?;
-                Con::Cluster(client.get_async_connection().await?)
-            }
+        let connect = || async {
+            Ok::<Con, Error>(match target {
+                Target::One(url) => {
+                    let client = redis::Client::open(url)?;
+                    // No reconnection retries inside the manager: a call waiting for them would
+                    // wait past its deadline. The probe retries instead, every probe interval.
+                    let manager = ConnectionManagerConfig::new()
+                        .set_connection_timeout(config.redis_connect_timeout)
+                        .set_response_timeout(config.redis_response_timeout)
+                        .set_number_of_retries(0);
+                    Con::Single(ConnectionManager::new_with_config(client, manager).await?)
+                }
+                Target::Cluster(urls) => {
+                    // Redirections (MOVED, ASK) need retries; two, quickly, keep a call within
+                    // its deadline.
+                    let client = ClusterClientBuilder::new(urls.to_vec())
+                        .connection_timeout(config.redis_connect_timeout)
+                        .response_timeout(config.redis_response_timeout)
+                        .retries(2)
+                        .min_retry_wait(10)
+                        .max_retry_wait(100)
+                        .build()?;
+                    Con::Cluster(client.get_async_connection().await?)
+                }
+            })
         };
+        let mut con = connect().await?;
+        let waiting = connect().await?;
         let _: String = redis::cmd("PING").query_async(&mut con).await?;
         let masters = match target {
             Target::One(_) => Masters::default(),
@@ -168,6 +178,8 @@ impl Redis {
         let script = |body| redis::Script::new(&script_text(body));
         let shared = Arc::new(Shared {
             con,
+            waiting,
+            owed: Mutex::new(Vec::new()),
             masters: Mutex::new(Arc::new(masters)),
             drop_script: script(LUA_FRIENDS_DROP),
             prefix: config.redis_prefix.clone(),
@@ -213,6 +225,10 @@ impl Redis {
 
     pub(super) fn con(&self) -> Con {
         self.shared.con.clone()
+    }
+
+    pub(super) fn waiting_con(&self) -> Con {
+        self.shared.waiting.clone()
     }
 
     pub(super) fn prefix(&self) -> &str {
@@ -517,7 +533,7 @@ impl Shared {
     }
 
     /// Reads a cluster's slot map again; returns the masters that took slots over from
-    /// another master since the last read.
+    /// another master since the last read, and adds them to what the watcher owes.
     async fn refresh(&self) -> Vec<super::con::Master> {
         let mut con = self.con.clone();
         let Ok(Ok(now)) = tokio::time::timeout(self.deadline, Masters::fetch(&mut con)).await
@@ -530,6 +546,13 @@ impl Shared {
         let mut slot = self.masters.lock().unwrap_or_else(PoisonError::into_inner);
         let taken = now.taken_over_from(&slot);
         *slot = Arc::new(now);
+        drop(slot);
+        let mut owed = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+        for m in &taken {
+            if !owed.contains(m) {
+                owed.push(m.clone());
+            }
+        }
         taken
     }
 
@@ -537,17 +560,13 @@ impl Shared {
     /// [`WATCH_INTERVAL`], and drops every timeline and friend list on a master that took
     /// slots over (retried on the next round until it succeeds).
     async fn watch(shared: Weak<Shared>) {
-        let mut owed: Vec<super::con::Master> = Vec::new();
         loop {
             tokio::time::sleep(WATCH_INTERVAL).await;
             let Some(s) = shared.upgrade() else { return };
-            for m in s.refresh().await {
-                if !owed.contains(&m) {
-                    owed.push(m);
-                }
-            }
+            s.refresh().await;
+            let owed = std::mem::take(&mut *s.owed.lock().unwrap_or_else(PoisonError::into_inner));
             let mut still = Vec::new();
-            for m in owed.drain(..) {
+            for m in owed {
                 let node = (m.host.clone(), m.port);
                 match s.drop_on(Some(&node), &["t", "f"]).await {
                     Ok(n) => eprintln!(
@@ -565,7 +584,7 @@ impl Shared {
                     }
                 }
             }
-            owed = still;
+            s.owed.lock().unwrap_or_else(PoisonError::into_inner).extend(still);
         }
     }
 

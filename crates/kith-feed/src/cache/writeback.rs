@@ -4,9 +4,11 @@
 //!
 //! - `<prefix>:wq:{wq<s>}` (shard `s = id mod` [`SHARDS`]): the queue, a sorted set of
 //!   posts in their stored form scored by id. It is the durable record until the store has
-//!   the post: a post is acknowledged only once its master has it and (when the master has
-//!   replicas) one replica confirmed it (`WAIT`), so losing one Redis node loses no post.
-//! - `<prefix>:wa:{<author>}`: the author's waiting post ids, for pulls on any server.
+//!   the post: a post is acknowledged from here only once its master has it and a replica
+//!   confirmed it (`WAIT`), so losing one Redis node loses no post; without a replica to
+//!   confirm, the post is stored at once instead.
+//! - `<prefix>:wa:{<author>}`: the author's waiting post ids, for pulls on any server
+//!   (confirmed by a replica too, so a failover does not hide a waiting post).
 //! - `<prefix>:wl:{wq<s>}`: a flusher's short lock on shard `s`, so one server at a time
 //!   moves a shard into the store.
 //!
@@ -32,6 +34,9 @@ const LOCK_MS: u64 = 5_000;
 /// How long an acknowledgement waits for a replica.
 const WAIT_MS: u64 = 200;
 
+/// How long an author's index lives after its last post (a flush empties it long before).
+const INDEX_TTL_MS: i64 = 3_600_000;
+
 /// Posts moved into the store per shard and flush.
 pub(crate) const FLUSH_BATCH: usize = 512;
 
@@ -54,30 +59,32 @@ impl Redis {
         format!("{}:wl:{{wq{shard}}}", self.prefix())
     }
 
-    /// Puts a post in the queue and the author's index. `Ok(true)` once it is durable in
-    /// Redis (on its master and, if the master has replicas, on one of them); `Ok(false)`
-    /// if no replica confirmed in time (the caller then stores it itself).
+    /// Puts a post in the author's index, then in the queue (so a flusher, which works from
+    /// the queue, never meets a post whose index entry is still to come). `Ok(true)` once
+    /// both are durable in Redis: on their masters and confirmed by a replica of each
+    /// (`WAIT`, on a connection of its own so that no other request waits behind it);
+    /// `Ok(false)` if a master has no replica or none confirmed in time: the caller then
+    /// stores the post itself.
     pub(crate) async fn wb_put(&self, post: &Post) -> Result<bool> {
-        let queue = self.queue_key(post.id % SHARDS);
-        let replicas = self.replicas_of(&queue);
-        let mut pipe = redis::pipe();
-        pipe.zadd(&queue, post.encode(), post.id);
-        if replicas > 0 {
-            pipe.cmd("WAIT").arg(1).arg(WAIT_MS);
-        } else {
-            pipe.cmd("PING");
-        }
-        let mut con = self.con();
-        let s = slot(queue.as_bytes());
-        let replies: Vec<redis::Value> =
-            self.run("write-back queue", con.pipeline_values_to(s, &pipe)).await?;
-        let confirmed = match replies.get(1) {
-            Some(redis::Value::Int(n)) => *n >= 1,
-            _ => replicas == 0,
-        };
         let waiting = self.waiting_key(post.author);
-        let add = redis::cmd("ZADD").arg(&waiting).arg(post.id).arg(post.id).clone();
-        self.run("write-back index", add.query_async::<()>(&mut con)).await?;
+        let queue = self.queue_key(post.id % SHARDS);
+        let mut index = redis::pipe();
+        index.zadd(&waiting, post.id, post.id).ignore();
+        // An index entry whose queue write failed points at a post stored at once; it
+        // expires rather than staying forever.
+        index.pexpire(&waiting, INDEX_TTL_MS).ignore();
+        index.cmd("WAIT").arg(1).arg(WAIT_MS);
+        let mut add = redis::pipe();
+        add.zadd(&queue, post.encode(), post.id).ignore();
+        add.cmd("WAIT").arg(1).arg(WAIT_MS);
+        let mut con = self.waiting_con();
+        let mut confirmed = self.replicas_of(&waiting) > 0 && self.replicas_of(&queue) > 0;
+        for (key, pipe) in [(&waiting, &index), (&queue, &add)] {
+            let replies: Vec<redis::Value> = self
+                .run("write-back queue", con.pipeline_values_to(slot(key.as_bytes()), pipe))
+                .await?;
+            confirmed &= matches!(replies.last(), Some(redis::Value::Int(n)) if *n >= 1);
+        }
         Ok(confirmed)
     }
 

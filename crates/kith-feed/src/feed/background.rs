@@ -130,23 +130,16 @@ impl Feed {
     /// jobs after a backoff that doubles on each failed round (up to `MAX_BACKOFF`) and
     /// starts over once a round succeeds.
     ///
-    /// It also renews the server number's lease every [`RENEW_EVERY`], and every
-    /// [`ORPHANS_EVERY`] takes over the fan-out of server numbers whose server stopped.
+    /// Every [`ORPHANS_EVERY`] it also takes over the fan-out of server numbers whose server
+    /// stopped.
     pub(super) async fn keeper(feed: Arc<Feed>) {
         let mut backoff = KEEP_TICK;
         let mut next_retry = Instant::now();
-        let (mut next_renew, mut next_orphans) = (Instant::now(), Instant::now());
-        let mut renewed = Instant::now();
+        let mut next_orphans = Instant::now();
         let mut tick = tokio::time::interval(KEEP_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if Instant::now() >= next_renew {
-                next_renew = Instant::now() + RENEW_EVERY;
-                if feed.keep_lease(renewed.elapsed()).await {
-                    renewed = Instant::now();
-                }
-            }
             if Instant::now() >= next_orphans {
                 next_orphans = Instant::now() + ORPHANS_EVERY;
                 if let Err(e) = feed.adopt_orphans().await {
@@ -170,36 +163,50 @@ impl Feed {
         }
     }
 
-    /// Renews the lease on this server's number; true if it is held. A lease that could
-    /// not be renewed for half its length (the store unreachable), or that another server
-    /// took, fences the server: it hands out no ids, so none can collide, until it holds
-    /// the number again.
-    async fn keep_lease(&self, since_renewed: Duration) -> bool {
-        let (engine, server, owner) = (self.engine.clone(), self.server, self.owner.clone());
-        let held = blocking(move || -> kith_store::Result<bool> {
-            Ok(engine.renew_server(server, &owner, super::LEASE)?
-                || engine.claim_server(&owner, super::LEASE, Some(server))?.is_some())
-        })
-        .await;
-        let fence = match &held {
-            Ok(true) => false,
-            Ok(false) => true,
-            Err(_) => since_renewed >= super::LEASE / 2,
-        };
-        if fence != self.fenced.swap(fence, Ordering::SeqCst) {
-            match (&held, fence) {
-                (_, false) => eprintln!("kith feed: server number {server} held again"),
-                (Err(e), true) => eprintln!(
-                    "kith feed: server number {server}'s lease not renewed for {since_renewed:?} \
-                     ({e}): taking no posts until it is"
-                ),
-                (_, true) => eprintln!(
-                    "kith feed: server number {server} was taken by another server: taking no \
-                     posts until it is free again"
-                ),
+    /// Renews the lease on this server's number every [`RENEW_EVERY`], on a task of its own
+    /// so nothing else delays it. Each renewal that holds moves the deadline for handing out
+    /// ids to when it was sent plus the lease, less a margin; a renewal that takes longer
+    /// than half the lease counts as failed. A number another server took is claimed again
+    /// once free; until then, and whenever the store cannot be reached, the deadline passes
+    /// and the server takes no posts, so no two servers hand out ids under one number.
+    pub(super) async fn leaser(feed: Arc<Feed>) {
+        let mut tick = tokio::time::interval(RENEW_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let sent = feed.started.elapsed();
+            let (engine, server, owner) = (feed.engine.clone(), feed.server, feed.owner.clone());
+            let renewal = blocking(move || -> kith_store::Result<bool> {
+                Ok(engine.renew_server(server, &owner, super::LEASE)?
+                    || engine.claim_server(&owner, super::LEASE, Some(server))?.is_some())
+            });
+            let held = match tokio::time::timeout(super::LEASE / 2, renewal).await {
+                Ok(Ok(held)) => Ok(held),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {:?}", super::LEASE / 2)),
+            };
+            if held == Ok(true) {
+                let until = sent + super::LEASE - super::LEASE_MARGIN;
+                feed.lease_until_ms.fetch_max(until.as_millis() as u64, Ordering::SeqCst);
+            }
+            let fence = held != Ok(true);
+            if fence != feed.fenced.swap(fence, Ordering::SeqCst) {
+                match held {
+                    Ok(true) => {
+                        feed.marks.unsure();
+                        eprintln!("kith feed: server number {server} held again");
+                    }
+                    Ok(false) => eprintln!(
+                        "kith feed: server number {server} was taken by another server: taking \
+                         no posts until it is free again"
+                    ),
+                    Err(e) => eprintln!(
+                        "kith feed: server number {server}'s lease not renewed ({e}): taking no \
+                         posts once it lapses"
+                    ),
+                }
             }
         }
-        matches!(held, Ok(true))
     }
 
     /// Takes over server numbers whose server stopped with a watermark stored (killed, or

@@ -24,6 +24,9 @@ struct Inner {
     highest: u64,
     /// The watermark as last stored.
     persisted: u64,
+    /// The stored watermark may be gone (the number was taken over meanwhile): the next
+    /// [`Marks::persist`] writes it whatever it was.
+    unsure: bool,
 }
 
 /// The open ids and the watermark, shared by posting, fan-out and the keeper task.
@@ -43,6 +46,7 @@ impl Marks {
                 open: BTreeMap::new(),
                 highest: highest.max(persisted),
                 persisted,
+                unsure: false,
             }),
         }
     }
@@ -96,6 +100,12 @@ impl Marks {
         }
     }
 
+    /// The number was held by another server for a while (which may have dropped its
+    /// watermark): store it again on the next persist, synced.
+    pub(crate) fn unsure(&self) {
+        self.lock().unsure = true;
+    }
+
     /// Whether every id handed out or claimed has been delivered and the watermark stored
     /// at the highest: nothing is left for another server to redo.
     pub(crate) fn all_delivered(&self) -> bool {
@@ -116,9 +126,10 @@ impl Marks {
             Some(&oldest) => oldest.saturating_sub(1),
             None => m.highest,
         };
-        if target != m.persisted {
-            engine.set_fanout_watermark(self.server, target, false)?;
+        if target != m.persisted || m.unsure {
+            engine.set_fanout_watermark(self.server, target, m.unsure)?;
             m.persisted = target;
+            m.unsure = false;
         }
         Ok(())
     }

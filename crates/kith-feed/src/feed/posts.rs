@@ -90,7 +90,7 @@ impl Feed {
         if self.closing.load(Ordering::SeqCst) {
             return Err(Error::ShuttingDown);
         }
-        if self.fenced.load(Ordering::SeqCst) {
+        if !self.holds_number() {
             return Err(Error::Store(kith_store::Error::Unavailable(format!(
                 "this server does not hold its server number {} (its lease on the store lapsed), \
                  so it hands out no post ids; another server can take the post",
