@@ -351,7 +351,7 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
     let servers = Arc::new(Servers::new(&config.targets));
     let n = config.targets.len();
     // Idempotency keys unique to this run.
-    let run_id = format!("{:x}-{:x}", config.seed, std::process::id() as u64 ^ now_nanos());
+    let run_id = format!("{:x}-{:x}", config.seed, u64::from(std::process::id()) ^ now_nanos());
     let start = Instant::now();
     let measure_from = start + config.warmup;
     let deadline = measure_from + config.duration;
