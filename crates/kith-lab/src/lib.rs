@@ -21,6 +21,7 @@ pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod experiment;
+pub mod failover;
 pub mod machine;
 pub mod plot;
 

@@ -19,11 +19,38 @@ impl Drop for ChildProcess {
     }
 }
 
+impl ChildProcess {
+    /// Kills it with SIGKILL, as a crash would, and waits for it.
+    pub(crate) fn kill9(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        std::mem::forget(self);
+    }
+}
+
 /// Starts `kith serve --dir <store> --addr 127.0.0.1:0 <args>`; returns it and its URL.
 pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildProcess, String)> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["serve", "--dir"])
-        .arg(store_dir)
+    let mut command = Command::new(std::env::current_exe()?);
+    command.args(["serve", "--dir"]).arg(store_dir);
+    spawn_server(command, args)
+}
+
+/// Starts `kith serve --cassandra <hosts> --keyspace <keyspace> --journal-dir <journal>
+/// --addr 127.0.0.1:0 <args>`; returns it and its URL.
+pub(crate) fn start_cassandra_server(
+    hosts: &str,
+    keyspace: &str,
+    journal: &Path,
+    args: &[String],
+) -> Result<(ChildProcess, String)> {
+    let mut command = Command::new(std::env::current_exe()?);
+    command.args(["serve", "--cassandra", hosts, "--keyspace", keyspace, "--journal-dir"]);
+    command.arg(journal);
+    spawn_server(command, args)
+}
+
+fn spawn_server(mut command: Command, args: &[String]) -> Result<(ChildProcess, String)> {
+    let mut child = command
         .args(["--addr", "127.0.0.1:0"])
         .args(args)
         .stdout(Stdio::piped())

@@ -205,19 +205,31 @@ pub async fn check_target(http: &reqwest::Client, target: &str) -> Result<()> {
     Ok(())
 }
 
-/// The servers and which of them failed lately.
-pub(crate) struct Servers {
+/// The servers requests are spread over, and which of them failed lately.
+#[derive(Debug)]
+pub struct Servers {
     bases: Vec<String>,
     /// Per server: until when it is skipped.
     down: std::sync::Mutex<Vec<Option<Instant>>>,
 }
 
 impl Servers {
-    pub(crate) fn new(targets: &[String]) -> Servers {
+    /// Servers at these base URLs.
+    pub fn new(targets: &[String]) -> Servers {
         Servers {
             bases: targets.iter().map(|t| t.trim_end_matches('/').to_string()).collect(),
             down: std::sync::Mutex::new(vec![None; targets.len()]),
         }
+    }
+
+    /// How many servers.
+    pub fn len(&self) -> usize {
+        self.bases.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.bases.is_empty()
     }
 
     fn is_down(&self, i: usize) -> bool {
@@ -236,7 +248,8 @@ impl Servers {
 }
 
 /// How one request went.
-pub(crate) struct Sent {
+#[derive(Debug)]
+pub struct Sent {
     /// The server that answered last (any status), if any did.
     pub server: Option<usize>,
     /// The failure (status code or `transport`), if it failed everywhere it was sent.
@@ -250,7 +263,7 @@ pub(crate) struct Sent {
 /// Sends `req`, starting at server `first` (skipping servers marked down unless all are),
 /// and to the next server after no answer or a 503, each server at most once. `key`, for
 /// writes, is sent as `Idempotency-Key`.
-pub(crate) async fn send(
+pub async fn send(
     http: &reqwest::Client,
     servers: &Servers,
     first: usize,

@@ -17,8 +17,10 @@ mod sonetor;
 mod trace;
 
 pub use config::SonetorConfig;
-pub use driver::{DOWN_FOR, OpReport, RunConfig, RunReport, check_target, check_targets, run};
+pub use driver::{
+    DOWN_FOR, OpReport, RunConfig, RunReport, Sent, Servers, check_target, check_targets, run, send,
+};
 pub use error::{Error, Result};
-pub use mix::{FriendAccess, LinkBench, ParkerCalls, Source, TraceSource};
+pub use mix::{FriendAccess, LinkBench, ParkerCalls, Request, Source, TraceSource};
 pub use sonetor::{Activity, Event, generate};
 pub use trace::{read_trace, write_trace};

@@ -5,6 +5,7 @@ mod analytics;
 pub(crate) mod cassandra;
 mod crash;
 mod distributed;
+mod failover;
 mod feed_crash;
 mod friends;
 mod graph;
@@ -48,6 +49,11 @@ pub enum BenchCommand {
     /// friends' profiles" for hash and layout placements, bulk-load throughput beside the
     /// embedded store's, and the fault trials at full count.
     Cassandra(cassandra::CassandraBenchArgs),
+    /// Failover of the service on a cluster: three kith servers over Cassandra and a Redis
+    /// Cluster under mixed load, with a Redis master, a kith server, or a Cassandra node and
+    /// a kith server killed midway; the window of failed requests and every acknowledged
+    /// write checked.
+    Failover(failover::FailoverBenchArgs),
     /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
     #[command(hide = true)]
     CrashCheck(crash::CrashCheckArgs),
@@ -66,6 +72,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Cassandra(a) => cassandra::run(a),
         BenchCommand::Analytics(a) => analytics::run(a),
         BenchCommand::Distributed(a) => distributed::run(a),
+        BenchCommand::Failover(a) => failover::run(a),
         BenchCommand::CrashCheck(a) => crash::check(a),
     }
 }
