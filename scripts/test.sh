@@ -19,12 +19,13 @@ if ! need python3; then
 fi
 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q -r tests/oracle/requirements.txt
 
-# A Redis for the feed tests (Debian's redis-server), on a free loopback port, stopped on exit.
-if ! need redis-server; then
+# A Redis for the feed tests (Debian's redis-server), on a free loopback port, stopped on exit;
+# HAProxy (Debian's) for the test of deploy/haproxy.cfg in front of several servers.
+if ! need redis-server || ! need haproxy; then
     sudo=""
     if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server haproxy
 fi
 # Java and Maven for Apache Cassandra (its jars come from Maven Central on first use).
 if ! need java || ! need mvn; then

@@ -2,26 +2,10 @@
 //! served, a killed master replaced by its replica within the node timeout, and the killed
 //! node rejoining as a replica.
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use kith_feed::redis_cluster::{LocalRedisCluster, RedisClusterConfig};
-
-/// A port free on all six addresses, with its cluster-bus port (+10000) free too.
-fn free_port(base: Ipv4Addr, nodes: u32) -> u16 {
-    'next: for port in (21000..40000u16).step_by(37) {
-        for i in 0..nodes {
-            let addr = Ipv4Addr::from(u32::from(base) + i);
-            if TcpListener::bind((addr, port)).is_err()
-                || TcpListener::bind((addr, port + 10000)).is_err()
-            {
-                continue 'next;
-            }
-        }
-        return port;
-    }
-    panic!("no free port pair on {base}+");
-}
 
 #[test]
 fn forms_fails_over_and_rejoins() {
@@ -32,7 +16,7 @@ fn forms_fails_over_and_rejoins() {
         replicas: 1,
         dir: dir.path().to_path_buf(),
         base,
-        port: free_port(base, 6),
+        port: kith_feed::testing::free_port_on(base, 6).unwrap(),
         node_timeout: Duration::from_millis(1000),
         timeout: Duration::from_secs(60),
         progress: false,

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::Server;
-use common::feeds::feed_scenario;
+use common::feeds::{feed_scenario, scenario_args};
 use common::service::{body, client};
 use serde_json::{Value, json};
 
@@ -109,18 +109,8 @@ fn any_server_answers_like_the_others() {
             let prefix = format!("c{}-{feed}-{cache}", std::process::id());
             // Write-back never flushes here: every post a feed shows comes from the queue
             // the servers share, not from the store.
-            let args = [
-                "--feed",
-                feed,
-                "--cache",
-                cache,
-                "--timeline-len",
-                "7",
-                "--celebrity-threshold",
-                "5",
-                "--flush-interval-ms",
-                "600000",
-            ];
+            let mut args = scenario_args(feed, cache);
+            args.extend(["--flush-interval-ms", "600000"]);
             let all = servers(&keyspace, dir.path(), &prefix, &args);
             let refs: Vec<&Server> = all.iter().collect();
             let reads = feed_scenario(&refs, &http);
@@ -134,5 +124,79 @@ fn any_server_answers_like_the_others() {
                 Some(f) => assert!(f == &reads, "{feed} {cache} differs"),
             }
         }
+    }
+}
+
+/// `deploy/haproxy.cfg`, with the three servers' real ports and a free one to listen on,
+/// in front of three servers: requests through it keep being answered while one server is
+/// killed.
+#[test]
+fn haproxy_in_front_moves_clients_off_a_killed_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.kgraph");
+    common::lfr_graph(&graph, "100", "8", "3");
+    let keyspace = common::build_cassandra(&graph, "kith");
+    let prefix = format!("h{}", std::process::id());
+    let mut all = servers(&keyspace, dir.path(), &prefix, &["--cache", "aside"]);
+    let front = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/haproxy.cfg"))
+            .unwrap();
+    let mut config = template.replace("127.0.0.1:7070", &format!("127.0.0.1:{front}"));
+    for (i, s) in all.iter().enumerate() {
+        let addr = s.base.trim_start_matches("http://");
+        config = config.replace(&format!("127.0.0.1:{}", 7071 + i), addr);
+    }
+    let cfg = dir.path().join("haproxy.cfg");
+    std::fs::write(&cfg, config).unwrap();
+    let mut haproxy = std::process::Command::new("haproxy")
+        .args(["-db", "-f", common::p(&cfg)])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("haproxy (apt-get install haproxy; the test command installs it)");
+    let _stop = KillOnDrop(haproxy.id());
+    let http = client();
+    let url = |path: &str| format!("http://127.0.0.1:{front}{path}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while http.get(url("/health")).send().map_or(true, |r| !r.status().is_success()) {
+        assert!(std::time::Instant::now() < deadline, "haproxy did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let mut posted = Vec::new();
+    for i in 0..300 {
+        if i == 100 {
+            // kill -9 one server; its connections fail and the health check drops it.
+            let mut victim = all.remove(1);
+            victim.child.kill().unwrap();
+            victim.child.wait().unwrap();
+        }
+        let (s, r) = body(http.get(url(&format!("/users/{}/friends", i % 100))).send().unwrap());
+        assert_eq!(s, 200, "read {i}: {r}");
+        if i % 10 == 0 {
+            let key = format!("haproxy-{prefix}-{i}");
+            let (s, p) = body(
+                http.post(url("/posts"))
+                    .header("Idempotency-Key", key)
+                    .json(&json!({"author": i % 100, "content": format!("via haproxy {i}")}))
+                    .send()
+                    .unwrap(),
+            );
+            assert_eq!(s, 201, "post {i}: {p}");
+            posted.push(p["id"].as_u64().unwrap());
+        }
+    }
+    for id in posted {
+        let (s, _) = body(http.get(all[0].url(&format!("/posts/{id}"))).send().unwrap());
+        assert_eq!(s, 200, "post {id} through a server directly");
+    }
+    haproxy.kill().ok();
+}
+
+/// Kills a process by id when dropped.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").args(["-9", &self.0.to_string()]).status();
     }
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::Server;
-use common::feeds::feed_scenario;
+use common::feeds::{feed_scenario, scenario_args};
 use common::service::{body, client, copy_dir, store};
 use kith_feed::testing::TestRedis;
 
@@ -24,18 +24,7 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
                 let copy = dir.path().join(format!("s{n}"));
                 copy_dir(&base, &copy);
                 let prefix = format!("t{}-{n}", std::process::id());
-                // A short timeline and a low celebrity bar, so floors, trimming and the
-                // pulled celebrity (user 0, 11 followers) all take part.
-                let mut args = vec![
-                    "--feed",
-                    feed,
-                    "--cache",
-                    cache,
-                    "--timeline-len",
-                    "7",
-                    "--celebrity-threshold",
-                    "5",
-                ];
+                let mut args = scenario_args(feed, cache);
                 if backend == "redis" {
                     args.extend(["--redis", redis.url(), "--redis-prefix", &prefix]);
                 }
@@ -60,16 +49,7 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
     for feed in ["pull", "push", "hybrid"] {
         let keyspace = common::build_cassandra(&dir.path().join("g.kgraph"), "kith");
         let journal = dir.path().join(format!("journal-{feed}"));
-        let args = [
-            "--feed",
-            feed,
-            "--cache",
-            "write-back",
-            "--timeline-len",
-            "7",
-            "--celebrity-threshold",
-            "5",
-        ];
+        let args = scenario_args(feed, "write-back");
         let server = Server::start_cassandra(&keyspace, &journal, &args);
         let reads = feed_scenario(&[&server], &http);
         assert!(first.as_ref() == Some(&reads), "cassandra {feed} write-back differs");

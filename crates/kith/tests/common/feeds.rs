@@ -21,6 +21,13 @@ fn expected_feed(
 }
 
 /// Reads a whole feed, page by page.
+/// The server flags the scenario runs under: a strategy and a cache mode, with a short
+/// timeline and a low celebrity bar, so floors, trimming and the pulled celebrity (user 0,
+/// 11 followers) all take part.
+pub fn scenario_args<'a>(feed: &'a str, cache: &'a str) -> Vec<&'a str> {
+    vec!["--feed", feed, "--cache", cache, "--timeline-len", "7", "--celebrity-threshold", "5"]
+}
+
 pub fn read_feed(server: &Server, http: &Client, uid: u64, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut before: Option<String> = None;
