@@ -99,6 +99,7 @@ fn any_server_answers_like_the_others() {
         assert_eq!((st, got["content"].clone()), (200, Value::from(content)));
     }
     drop(all);
+    common::drop_cassandra(&keyspace);
 
     // Feeds: each request to the next server, against brute force, every strategy with
     // caching aside and shared write-back; all alike.
@@ -123,6 +124,8 @@ fn any_server_answers_like_the_others() {
                 None => first = Some(reads),
                 Some(f) => assert!(f == &reads, "{feed} {cache} differs"),
             }
+            drop(all);
+            common::drop_cassandra(&keyspace);
         }
     }
 }
@@ -190,6 +193,8 @@ fn haproxy_in_front_moves_clients_off_a_killed_server() {
         assert_eq!(s, 200, "post {id} through a server directly");
     }
     haproxy.kill().ok();
+    drop(all);
+    common::drop_cassandra(&keyspace);
 }
 
 /// Kills a process by id when dropped.

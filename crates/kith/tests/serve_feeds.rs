@@ -53,6 +53,8 @@ fn feeds_agree_for_every_strategy_cache_and_backend() {
         let server = Server::start_cassandra(&keyspace, &journal, &args);
         let reads = feed_scenario(&[&server], &http);
         assert!(first.as_ref() == Some(&reads), "cassandra {feed} write-back differs");
+        drop(server);
+        common::drop_cassandra(&keyspace);
     }
     // Write-back with a cache too small to hold anything for long and a slow flush: posts
     // evicted from the cache before they reach the store are still read (pending set).

@@ -77,8 +77,13 @@ impl Redis {
         let mut add = redis::pipe();
         add.zadd(&queue, post.encode(), post.id).ignore();
         add.cmd("WAIT").arg(1).arg(WAIT_MS);
+        if self.replicas_of(&waiting) == 0 || self.replicas_of(&queue) == 0 {
+            // No replica could confirm (a master just promoted, or none configured): a WAIT
+            // would only hold the connection for its whole timeout.
+            return Ok(false);
+        }
         let mut con = self.waiting_con();
-        let mut confirmed = self.replicas_of(&waiting) > 0 && self.replicas_of(&queue) > 0;
+        let mut confirmed = true;
         for (key, pipe) in [(&waiting, &index), (&queue, &add)] {
             let replies: Vec<redis::Value> = self
                 .run("write-back queue", con.pipeline_values_to(slot(key.as_bytes()), pipe))

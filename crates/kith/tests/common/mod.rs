@@ -70,6 +70,13 @@ pub fn build_cassandra(graph: &Path, method: &str) -> String {
     keyspace
 }
 
+/// Drops a keyspace `build_cassandra` made, once its test is done with it: a test cluster
+/// holding every keyspace of a run would keep thousands of tables in its nodes' small heaps.
+pub fn drop_cassandra(keyspace: &str) {
+    let hosts = kith_cassandra::testing::hosts().join(",");
+    ok(&["store", "drop", "--cassandra", &hosts, "--keyspace", keyspace]);
+}
+
 /// Generates a seeded LFR graph of `nodes` users (ids 0..nodes) with `kith graph generate`.
 pub fn lfr_graph(path: &Path, nodes: &str, avg_degree: &str, seed: &str) {
     ok(&[
