@@ -152,12 +152,13 @@ fn haproxy_in_front_moves_clients_off_a_killed_server() {
     }
     let cfg = dir.path().join("haproxy.cfg");
     std::fs::write(&cfg, config).unwrap();
-    let mut haproxy = std::process::Command::new("haproxy")
-        .args(["-db", "-f", common::p(&cfg)])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("haproxy (apt-get install haproxy; the test command installs it)");
-    let _stop = KillOnDrop(haproxy.id());
+    let _haproxy = KillOnDrop(
+        std::process::Command::new("haproxy")
+            .args(["-db", "-f", common::p(&cfg)])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("haproxy (apt-get install haproxy; the test command installs it)"),
+    );
     let http = client();
     let url = |path: &str| format!("http://127.0.0.1:{front}{path}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -192,16 +193,16 @@ fn haproxy_in_front_moves_clients_off_a_killed_server() {
         let (s, _) = body(http.get(all[0].url(&format!("/posts/{id}"))).send().unwrap());
         assert_eq!(s, 200, "post {id} through a server directly");
     }
-    haproxy.kill().ok();
     drop(all);
     common::drop_cassandra(&keyspace);
 }
 
-/// Kills a process by id when dropped.
-struct KillOnDrop(u32);
+/// A child process killed (and waited for) when dropped.
+struct KillOnDrop(std::process::Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("kill").args(["-9", &self.0.to_string()]).status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
