@@ -1,0 +1,177 @@
+//! The Redis backend's upkeep: the probe that closes the circuit once Redis takes writes
+//! again (and repairs what a failed write left stale first), and a cluster's watcher, which
+//! reads the slot map and drops the entries a failover may have left stale on a new master.
+
+use std::sync::{Arc, PoisonError, Weak};
+
+use redis::{AsyncCommands, RedisError, RedisResult};
+
+use super::{REPAIR_BATCH, Shared, WATCH_INTERVAL, glob_escape};
+use crate::cache::con::{Master, Masters};
+use crate::cache::health::MAX_STALE;
+
+impl Shared {
+    /// Reads a cluster's slot map again; returns the masters that took slots over from
+    /// another master since the last read, and adds them to what the watcher owes.
+    pub(super) async fn refresh(&self) -> Vec<Master> {
+        let mut con = self.con.clone();
+        let Ok(Ok(now)) = tokio::time::timeout(self.deadline, Masters::fetch(&mut con)).await
+        else {
+            return Vec::new();
+        };
+        if now.is_empty() {
+            return Vec::new();
+        }
+        let mut slot = self.masters.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken = now.taken_over_from(&slot);
+        *slot = Arc::new(now);
+        drop(slot);
+        let mut owed = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+        for m in &taken {
+            if !owed.contains(m) {
+                owed.push(m.clone());
+            }
+        }
+        taken
+    }
+
+    /// A cluster's watcher, until the backend is dropped: reads the slot map every
+    /// [`WATCH_INTERVAL`], and drops every timeline and friend list on a master that took
+    /// slots over (retried on the next round until it succeeds).
+    pub(super) async fn watch(shared: Weak<Shared>) {
+        loop {
+            tokio::time::sleep(WATCH_INTERVAL).await;
+            let Some(s) = shared.upgrade() else { return };
+            s.refresh().await;
+            let owed = std::mem::take(&mut *s.owed.lock().unwrap_or_else(PoisonError::into_inner));
+            let mut still = Vec::new();
+            for m in owed {
+                let node = (m.host.clone(), m.port);
+                match s.drop_on(Some(&node), &["t", "f"]).await {
+                    Ok(n) => eprintln!(
+                        "kith feed: redis master {}:{} took slots over; dropped {n} timelines \
+                         and friend lists it may hold stale (rebuilt from the store)",
+                        m.host, m.port
+                    ),
+                    Err(e) => {
+                        eprintln!(
+                            "kith feed: dropping entries on redis master {}:{} after a \
+                             failover failed (will retry): {e}",
+                            m.host, m.port
+                        );
+                        still.push(m);
+                    }
+                }
+            }
+            s.owed.lock().unwrap_or_else(PoisonError::into_inner).extend(still);
+        }
+    }
+
+    /// Deletes every key of these kinds (`t` timelines, `f` friend lists) under the prefix
+    /// on one node of a cluster, or on the one Redis, a SCAN page at a time. Returns how
+    /// many.
+    async fn drop_on(&self, node: Option<&(String, u16)>, kinds: &[&str]) -> RedisResult<usize> {
+        let mut dropped = 0;
+        for kind in kinds {
+            let pattern = format!("{}:{kind}:*", glob_escape(&self.prefix));
+            let mut cursor = 0u64;
+            loop {
+                let mut scan = redis::cmd("SCAN");
+                scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(REPAIR_BATCH);
+                let mut con = self.con.clone();
+                let reply = match node {
+                    Some(node) => self.bounded("SCAN", con.command_at(node, &scan)).await?,
+                    None => self.bounded("SCAN", scan.query_async(&mut con)).await?,
+                };
+                let (next, keys): (u64, Vec<String>) = redis::from_redis_value(&reply)?;
+                if !keys.is_empty() {
+                    dropped += keys.len();
+                    self.bounded("UNLINK", con.unlink::<_, ()>(keys)).await?;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Every probe interval, until the backend is dropped: repairs and closes the circuit
+    /// once Redis takes a write.
+    pub(super) async fn probe(shared: Weak<Shared>) {
+        loop {
+            let interval = match shared.upgrade() {
+                Some(s) => s.probe_interval,
+                None => return,
+            };
+            tokio::time::sleep(interval).await;
+            let Some(s) = shared.upgrade() else { return };
+            match s.recover().await {
+                Ok(()) if s.health.close() => {
+                    eprintln!("kith feed: redis is serving again");
+                    return;
+                }
+                Ok(()) => {}
+                Err(e) => s.health.still_failing(&e),
+            }
+        }
+    }
+
+    /// A write (so a Redis that answers but refuses writes stays unavailable), then the
+    /// repairs: stale friend lists deleted, and every timeline dropped if too many missed
+    /// pushes to remember.
+    async fn recover(&self) -> RedisResult<()> {
+        let mut con = self.con.clone();
+        let mut probe = redis::cmd("SET");
+        probe.arg(format!("{}:probe", self.prefix)).arg(1).arg("PX").arg(60_000);
+        let first = self.bounded("probe", probe.query_async::<()>(&mut con)).await;
+        if let Err(e) = first {
+            // The first call after a restart finds the old connection dropped and starts
+            // a new one; the second waits for it.
+            if !e.is_io_error() {
+                return Err(e);
+            }
+            self.bounded("probe", probe.query_async::<()>(&mut con)).await?;
+        }
+        for _ in 0..=MAX_STALE / REPAIR_BATCH {
+            let uids = self.health.some_stale_friends(REPAIR_BATCH);
+            if uids.is_empty() {
+                break;
+            }
+            self.bounded("drop friends", self.drop_friends(&uids)).await?;
+            self.health.friends_fresh(&uids);
+        }
+        if !self.masters().is_empty() {
+            // Every slot served, as the cluster sees itself.
+            let info: String = self
+                .bounded("CLUSTER INFO", redis::cmd("CLUSTER").arg("INFO").query_async(&mut con))
+                .await?;
+            if !info.contains("cluster_state:ok") {
+                return Err(RedisError::from((
+                    redis::ErrorKind::ClusterDown,
+                    "cluster not ok",
+                    "some slots have no reachable master".to_string(),
+                )));
+            }
+        }
+        if let Some(loss) = self.health.all_timelines_lost() {
+            self.drop_timelines().await?;
+            self.health.timelines_dropped(loss);
+        }
+        Ok(())
+    }
+
+    /// Deletes every timeline under the prefix: on each master of a cluster, or on the
+    /// one Redis.
+    async fn drop_timelines(&self) -> RedisResult<()> {
+        let masters = self.masters();
+        if masters.is_empty() {
+            return self.drop_on(None, &["t"]).await.map(drop);
+        }
+        for m in masters.all() {
+            self.drop_on(Some(&(m.host.clone(), m.port)), &["t"]).await?;
+        }
+        Ok(())
+    }
+}
