@@ -6,16 +6,14 @@
 //! in, how long Redis took to promote a replica, and every acknowledged write (posts,
 //! friendships, follows), read back afterwards through a server that stayed up.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
-use kith_cassandra::local::{ClusterConfig, LocalCluster};
-use kith_cassandra::{BuildConfig, CassandraOptions};
-use kith_feed::redis_cluster::{LocalRedisCluster, RedisClusterConfig};
+use anyhow::{Context, Result, bail, ensure};
+use hdrhistogram::Histogram;
 use kith_workload::{Request, Servers, send};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -23,7 +21,8 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::Mutex;
 
-use crate::processes::{ChildProcess, start_cassandra_server};
+use crate::processes::ChildProcess;
+use crate::rig::{Rig, RigConfig};
 
 /// The faults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -103,23 +102,12 @@ pub struct Trial {
     pub lost_examples: Vec<String>,
 }
 
-/// The clusters the trials run on, stopped when dropped.
+/// The clusters the trials run on (stopped when dropped), with the generated graph loaded.
 #[derive(Debug)]
-pub struct Rig {
-    cassandra: LocalCluster,
-    redis: LocalRedisCluster,
+pub struct Stage {
+    pub(crate) rig: Rig,
     keyspace: String,
-    hosts: String,
-    redis_urls: String,
     users: Vec<u64>,
-    journal_dir: tempfile::TempDir,
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        let _ = self.redis.down(Duration::from_secs(5));
-        let _ = self.cassandra.down(Duration::from_secs(10));
-    }
 }
 
 /// What the load acknowledged.
@@ -131,65 +119,33 @@ struct Acked {
 }
 
 /// Starts the clusters and loads a generated graph under the `kith` layout.
-pub fn rig(config: &FailoverConfig) -> Result<Rig> {
-    let cassandra = LocalCluster::up(&ClusterConfig {
-        nodes: 3,
+pub fn rig(config: &FailoverConfig) -> Result<Stage> {
+    let rig = Rig::up(&RigConfig {
         dir: config.dir.clone(),
         base: config.base,
+        redis_port: config.redis_port,
+        redis_node_timeout: config.redis_node_timeout,
         heap_mb: 512,
-        progress: true,
-        ..ClusterConfig::default()
     })?;
-    let redis = match LocalRedisCluster::up(&RedisClusterConfig {
-        dir: config.dir.clone(),
-        base: config.base,
-        port: config.redis_port,
-        node_timeout: config.redis_node_timeout,
-        progress: true,
-        ..RedisClusterConfig::default()
-    }) {
-        Ok(r) => r,
-        Err(e) => {
-            let mut c = cassandra;
-            let _ = c.down(Duration::from_secs(10));
-            return Err(e.into());
-        }
-    };
-    let mut rig = Rig {
-        hosts: cassandra.hosts().join(","),
-        redis_urls: redis.urls(),
-        cassandra,
-        redis,
-        keyspace: "failover".into(),
-        users: Vec::new(),
-        journal_dir: tempfile::tempdir()?,
-    };
     let lfr = kith_graph::generate::LfrConfig {
         nodes: config.users,
         seed: 11,
         ..kith_graph::generate::LfrConfig::default()
     };
     let graph = kith_graph::generate::lfr(&lfr)?.graph.to_undirected();
-    let (layout, meta) = crate::bench::cassandra::layout_for(&graph, "kith", 64)?;
-    let options = CassandraOptions::new(rig.cassandra.hosts(), &rig.keyspace);
-    let _ = kith_cassandra::drop_store(&options);
-    let build = BuildConfig {
-        partition_users: 64,
-        data: kith_store::DataSpec::Fixed(40),
-        ..BuildConfig::default()
-    };
-    drop(kith_cassandra::build(&options, &graph, &layout, meta, &build)?);
-    rig.users = (0..graph.num_nodes() as u32).map(|v| graph.original_id(v)).collect();
-    Ok(rig)
+    let keyspace = "failover".to_string();
+    rig.load(&graph, &keyspace)?;
+    let users = (0..graph.num_nodes() as u32).map(|v| graph.original_id(v)).collect();
+    Ok(Stage { rig, keyspace, users })
 }
 
 /// Runs every trial on `rig`.
-pub fn run(config: &FailoverConfig, rig: &mut Rig) -> Result<Vec<Trial>> {
+pub fn run(config: &FailoverConfig, stage: &mut Stage) -> Result<Vec<Trial>> {
     let mut out = Vec::new();
     for &fault in &config.faults {
         for run in 0..config.runs {
             eprintln!("failover: {fault:?}, run {}", run + 1);
-            let trial = one(config, rig, fault, run)?;
+            let trial = one(config, stage, fault, run)?;
             eprintln!(
                 "failover: {fault:?}: {} requests, {} failed (window {:.2} s), {} acknowledged, \
                  {} lost{}",
@@ -206,108 +162,228 @@ pub fn run(config: &FailoverConfig, rig: &mut Rig) -> Result<Vec<Trial>> {
     Ok(out)
 }
 
-fn one(config: &FailoverConfig, rig: &mut Rig, fault: Fault, run: usize) -> Result<Trial> {
+fn one(config: &FailoverConfig, stage: &mut Stage, fault: Fault, run: usize) -> Result<Trial> {
     let prefix = format!("fo{run}{}", fault_tag(fault));
-    let args: Vec<String> = [
-        "--redis-cluster",
-        &rig.redis_urls,
-        "--redis-prefix",
-        &prefix,
-        "--feed",
-        &config.feed,
-        "--cache",
-        &config.cache,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut servers: Vec<Option<ChildProcess>> = Vec::new();
-    let mut urls = Vec::new();
-    for i in 0..3 {
-        let journal = rig.journal_dir.path().join(format!("{prefix}-{i}"));
-        let (child, url) = start_cassandra_server(&rig.hosts, &rig.keyspace, &journal, &args)?;
-        servers.push(Some(child));
-        urls.push(url);
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let load = Duration::from_secs_f64(config.load_s);
-    let kill_at = load / 3;
-    let acked = Arc::new(Mutex::new(Acked::default()));
-    let stats = Arc::new(Mutex::new(Stats::default()));
-    let start = Instant::now();
-    let driver = {
-        let (urls, users, acked, stats) =
-            (urls.clone(), rig.users.clone(), acked.clone(), stats.clone());
-        let clients = config.clients;
-        runtime.spawn(drive(urls, users, clients, start + load, run as u64, acked, stats))
+    let at = Duration::from_secs_f64(config.load_s) / 3;
+    let schedule: Vec<(Duration, Kill)> = match fault {
+        Fault::RedisMaster => vec![(at, Kill::RedisMaster)],
+        Fault::KithServer => vec![(at, Kill::KithServer(3))],
+        Fault::CassandraAndKith => vec![(at, Kill::CassandraNode(3)), (at, Kill::KithServer(3))],
     };
-    std::thread::sleep(kill_at.saturating_sub(start.elapsed()));
-    let killed_at = Instant::now();
-    // The victim's slot: the timeline of a user the load reads.
-    let victim_key = format!("{prefix}:t:{{{}}}", rig.users[0]);
-    let mut promoted_s = None;
-    let killed = match fault {
-        Fault::RedisMaster => {
-            let victim = rig.redis.master_of_key(&victim_key)?;
-            rig.redis.kill(victim)?;
-            let t = Instant::now();
-            while rig.redis.master_of_key(&victim_key).map_or(true, |m| m == victim) {
-                if t.elapsed() > Duration::from_secs(30) {
-                    bail!("no replica took over Redis node {victim}'s slots in 30 s");
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            promoted_s = Some(killed_at.elapsed().as_secs_f64());
-            format!("redis node {victim} (master)")
-        }
-        Fault::KithServer => {
-            kill9(servers[2].take());
-            "kith server 3".to_string()
-        }
-        Fault::CassandraAndKith => {
-            rig.cassandra.kill(3)?;
-            kill9(servers[2].take());
-            "cassandra node 3 and kith server 3".to_string()
-        }
-    };
-    runtime.block_on(driver).context("the load")??;
-    // Let fan-out and write-back settle, then read everything back through server 1.
-    std::thread::sleep(Duration::from_secs(2));
-    let acked = std::mem::take(&mut *runtime.block_on(acked.lock()));
-    let stats = std::mem::take(&mut *runtime.block_on(stats.lock()));
-    let (checked, lost) = runtime.block_on(check(&urls[0], &acked))?;
-    // Restore: the killed node back; the servers stopped (the next trial starts its own).
-    match fault {
-        Fault::RedisMaster => {
-            let down: Vec<usize> =
-                (1..=rig.redis.nodes.len()).filter(|&i| !rig.redis.nodes[i - 1].alive()).collect();
-            for i in down {
-                rig.redis.restart(i, Duration::from_secs(60))?;
-            }
-        }
-        Fault::CassandraAndKith => rig.cassandra.restart(3)?,
-        Fault::KithServer => {}
-    }
-    drop(servers);
-    let window_s = stats
+    let outcome = load_with_kills(config, stage, &prefix, run as u64, &schedule, None)?;
+    restore(&mut stage.rig)?;
+    let killed_at = outcome.killed.first().map_or(0.0, |k| k.at_s);
+    let window_s = outcome
+        .tally
         .failures
         .iter()
-        .map(|&t| t.saturating_sub(killed_at.duration_since(start)).as_secs_f64())
+        .map(|t| (t.as_secs_f64() - killed_at).max(0.0))
         .fold(0.0, f64::max);
     Ok(Trial {
         fault,
         run,
-        killed,
-        requests: stats.requests,
-        failed: stats.failures.len() as u64,
-        failed_by: stats.failed_by,
-        retries: stats.retries,
+        killed: outcome.killed.iter().map(|k| k.what.as_str()).collect::<Vec<_>>().join(" and "),
+        requests: outcome.tally.requests,
+        failed: outcome.tally.failures.len() as u64,
+        failed_by: outcome.tally.failed_by,
+        retries: outcome.tally.retries,
         window_s,
-        promoted_s,
-        acknowledged: checked,
-        lost: lost.len() as u64,
-        lost_examples: lost.into_iter().take(10).collect(),
+        promoted_s: outcome.killed.iter().find_map(|k| k.promoted_s),
+        acknowledged: outcome.checked,
+        lost: outcome.lost.len() as u64,
+        lost_examples: outcome.lost.into_iter().take(10).collect(),
     })
+}
+
+/// One kill of a schedule.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kill {
+    /// The Redis master serving the timeline of the graph's first user (a slot the load
+    /// uses); the run goes on once a replica serves its slots.
+    RedisMaster,
+    /// kith server `n` (1-based; never 1, which reads everything back afterwards).
+    KithServer(usize),
+    /// Cassandra node `n` (1-based).
+    CassandraNode(usize),
+}
+
+/// A kill, as it happened.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Killed {
+    /// Seconds into the load.
+    pub at_s: f64,
+    pub what: String,
+    /// Redis: seconds from the kill until a replica served the killed master's slots.
+    pub promoted_s: Option<f64>,
+}
+
+/// What the load saw.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub requests: u64,
+    pub retries: u64,
+    /// When each failed request was sent, from the start.
+    pub failures: Vec<Duration>,
+    pub failed_by: BTreeMap<String, u64>,
+    /// Per operation, the latency of every request (µs), retries included.
+    pub latency: BTreeMap<&'static str, Histogram<u64>>,
+    /// Per second of the load: requests sent in it, and how many of them failed.
+    pub seconds: Vec<(u64, u64)>,
+}
+
+/// One load with its kills, and the acknowledged writes read back afterwards.
+pub(crate) struct Outcome {
+    pub tally: Tally,
+    pub killed: Vec<Killed>,
+    /// Acknowledged writes checked, and a description of each one lost.
+    pub checked: u64,
+    pub lost: Vec<String>,
+    /// Posts, friendships and follows acknowledged.
+    pub acked: (usize, usize, usize),
+}
+
+/// Starts three servers over `rig` (keys under `prefix`; their standard error to
+/// `logs/server-N.log` when `logs` is given), drives the mixed load for `config.load_s`
+/// seconds with the kills at their times (printing a line per second and per kill when
+/// `logs` is given, as the demo does), then reads every acknowledged write back through
+/// server 1 and stops the servers.
+pub(crate) fn load_with_kills(
+    config: &FailoverConfig,
+    stage: &mut Stage,
+    prefix: &str,
+    seed: u64,
+    schedule: &[(Duration, Kill)],
+    logs: Option<&Path>,
+) -> Result<Outcome> {
+    let args: Vec<String> =
+        ["--feed", &config.feed, "--cache", &config.cache].iter().map(|s| s.to_string()).collect();
+    let (mut servers, urls) = stage.rig.servers(&stage.keyspace, 3, prefix, &args, logs)?;
+    let progress = logs.is_some();
+    if progress {
+        for (i, u) in urls.iter().enumerate() {
+            println!("  kith server {} at {u}", i + 1);
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let load = Duration::from_secs_f64(config.load_s);
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let start = Instant::now();
+    let driver = {
+        let (urls, users, acked, tally) =
+            (urls.clone(), stage.users.clone(), acked.clone(), tally.clone());
+        let clients = config.clients;
+        runtime.spawn(drive(urls, users, clients, start + load, seed, acked, tally))
+    };
+    let mut schedule = schedule.to_vec();
+    schedule.sort_by_key(|&(at, _)| at);
+    let mut killed = Vec::new();
+    let mut pending = schedule.into_iter().peekable();
+    // The demo's lines: each second once its requests are back (a second after it ends),
+    // then the kills that fell in it.
+    let mut shown = 0usize;
+    let show = |upto: usize, shown: &mut usize, killed: &[Killed], t: &Tally| {
+        while *shown < upto {
+            let (n, failed) = t.seconds.get(*shown).copied().unwrap_or_default();
+            println!("  {:>5} s  {n:>5} requests  {failed:>4} failed", *shown);
+            for k in killed.iter().filter(|k| k.at_s as usize == *shown) {
+                println!(
+                    "  {:>5.1} s  killed {}{}",
+                    k.at_s,
+                    k.what,
+                    k.promoted_s
+                        .map_or(String::new(), |p| format!("; a replica took over in {p:.1} s"))
+                );
+            }
+            *shown += 1;
+        }
+    };
+    while start.elapsed() < load {
+        let tick = Duration::from_secs(start.elapsed().as_secs() + 1);
+        let next = pending.peek().map_or(tick, |&(at, _)| at.min(tick)).min(load);
+        std::thread::sleep(next.saturating_sub(start.elapsed()));
+        while let Some(&(at, kill)) = pending.peek() {
+            if at > start.elapsed() {
+                break;
+            }
+            pending.next();
+            killed.push(kill_one(stage, &mut servers, prefix, kill, start)?);
+        }
+        if progress {
+            let done = (start.elapsed().as_secs() as usize).saturating_sub(1);
+            show(done, &mut shown, &killed, &runtime.block_on(tally.lock()));
+        }
+    }
+    runtime.block_on(driver).context("the load")??;
+    // Let fan-out and write-back settle, then read everything back through server 1.
+    std::thread::sleep(Duration::from_secs(2));
+    let acked = std::mem::take(&mut *runtime.block_on(acked.lock()));
+    let tally = std::mem::take(&mut *runtime.block_on(tally.lock()));
+    if progress {
+        show(tally.seconds.len(), &mut shown, &killed, &tally);
+    }
+    let (checked, lost) = runtime.block_on(check(&urls[0], &acked))?;
+    drop(servers);
+    Ok(Outcome {
+        tally,
+        killed,
+        checked,
+        lost,
+        acked: (acked.posts.len(), acked.friendships.len(), acked.follows.len()),
+    })
+}
+
+fn kill_one(
+    stage: &mut Stage,
+    servers: &mut [Option<ChildProcess>],
+    prefix: &str,
+    kill: Kill,
+    start: Instant,
+) -> Result<Killed> {
+    let at_s = start.elapsed().as_secs_f64();
+    let killed_at = Instant::now();
+    let (what, promoted_s) = match kill {
+        Kill::RedisMaster => {
+            // The victim's slot: the timeline of a user the load reads.
+            let key = format!("{prefix}:t:{{{}}}", stage.users[0]);
+            let victim = stage.rig.redis.master_of_key(&key)?;
+            let endpoint = stage.rig.redis.nodes[victim - 1].endpoint();
+            stage.rig.redis.kill(victim)?;
+            while stage.rig.redis.master_of_key(&key).map_or(true, |m| m == victim) {
+                if killed_at.elapsed() > Duration::from_secs(30) {
+                    bail!("no replica took over Redis node {victim}'s slots in 30 s");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let promoted = killed_at.elapsed().as_secs_f64();
+            (format!("redis node {victim} (master, {endpoint})"), Some(promoted))
+        }
+        Kill::KithServer(n) => {
+            ensure!(n >= 2 && n <= servers.len(), "no kith server {n} to kill");
+            kill9(servers[n - 1].take());
+            (format!("kith server {n}"), None)
+        }
+        Kill::CassandraNode(n) => {
+            stage.rig.cassandra.kill(n)?;
+            (format!("cassandra node {n} ({})", stage.rig.cassandra.nodes[n - 1].address), None)
+        }
+    };
+    Ok(Killed { at_s, what, promoted_s })
+}
+
+/// Brings every killed node back, for the next trial.
+fn restore(rig: &mut Rig) -> Result<()> {
+    let down: Vec<usize> =
+        (1..=rig.redis.nodes.len()).filter(|&i| !rig.redis.nodes[i - 1].alive()).collect();
+    for i in down {
+        rig.redis.restart(i, Duration::from_secs(60))?;
+    }
+    let down: Vec<usize> =
+        rig.cassandra.nodes.iter().filter(|n| !n.alive()).map(|n| n.index).collect();
+    for i in down {
+        rig.cassandra.restart(i)?;
+    }
+    Ok(())
 }
 
 fn fault_tag(f: Fault) -> &'static str {
@@ -324,15 +400,6 @@ fn kill9(server: Option<ChildProcess>) {
     }
 }
 
-#[derive(Default)]
-struct Stats {
-    requests: u64,
-    retries: u64,
-    /// When each failed request was sent, from the start.
-    failures: Vec<Duration>,
-    failed_by: std::collections::BTreeMap<String, u64>,
-}
-
 /// The load: each client sends posts, friendships, follows, friend-list and feed reads,
 /// spread over the servers, until `until`; acknowledged writes are recorded.
 async fn drive(
@@ -342,7 +409,7 @@ async fn drive(
     until: Instant,
     seed: u64,
     acked: Arc<Mutex<Acked>>,
-    stats: Arc<Mutex<Stats>>,
+    stats: Arc<Mutex<Tally>>,
 ) -> Result<()> {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
     let servers = Arc::new(Servers::new(&urls));
@@ -388,14 +455,26 @@ async fn drive(
                 let sent_at = start.elapsed();
                 let key = format!("fo{seed}-{c}-{i}");
                 let sent = send(&http, &servers, c % urls_len(&servers), &req, Some(&key)).await;
+                let micros = (start.elapsed() - sent_at).as_micros() as u64;
                 let mut s = stats.lock().await;
                 s.requests += 1;
                 s.retries += sent.retries;
+                s.latency
+                    .entry(req.op)
+                    .or_insert_with(|| Histogram::new(3).expect("valid precision"))
+                    .record(micros.max(1))
+                    .expect("auto-resizing histogram");
+                let second = sent_at.as_secs() as usize;
+                if s.seconds.len() <= second {
+                    s.seconds.resize(second + 1, (0, 0));
+                }
+                s.seconds[second].0 += 1;
                 match (&sent.error, kind) {
                     // A follow that exists already is an answer, not a failure.
                     (Some(e), Kind::Follow(..)) if e == "409" => {}
                     (Some(e), _) => {
                         s.failures.push(sent_at);
+                        s.seconds[second].1 += 1;
                         *s.failed_by.entry(e.clone()).or_insert(0) += 1;
                     }
                     (None, Kind::Post(content)) => {

@@ -26,3 +26,4 @@ pub mod machine;
 pub mod plot;
 
 mod processes;
+mod rig;

@@ -20,6 +20,11 @@ impl Drop for ChildProcess {
 }
 
 impl ChildProcess {
+    /// Its process id.
+    pub(crate) fn id(&self) -> u32 {
+        self.0.id()
+    }
+
     /// Kills it with SIGKILL, as a crash would, and waits for it.
     pub(crate) fn kill9(mut self) {
         let _ = self.0.kill();
@@ -37,15 +42,26 @@ pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildPr
 
 /// Starts `kith serve --cassandra <hosts> --keyspace <keyspace> --journal-dir <journal>
 /// --addr 127.0.0.1:0 <args>`; returns it and its URL.
+///
+/// Its standard error goes to `log` when given (appended), else to this process's.
 pub(crate) fn start_cassandra_server(
     hosts: &str,
     keyspace: &str,
     journal: &Path,
     args: &[String],
+    log: Option<&Path>,
 ) -> Result<(ChildProcess, String)> {
     let mut command = Command::new(std::env::current_exe()?);
     command.args(["serve", "--cassandra", hosts, "--keyspace", keyspace, "--journal-dir"]);
     command.arg(journal);
+    if let Some(log) = log {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("opening {}", log.display()))?;
+        command.stderr(file);
+    }
     spawn_server(command, args)
 }
 

@@ -11,6 +11,7 @@ mod friends;
 mod graph;
 mod http;
 mod layout;
+mod servers;
 mod store;
 
 use anyhow::Result;
@@ -54,6 +55,10 @@ pub enum BenchCommand {
     /// a kith server killed midway; the window of failed requests and every acknowledged
     /// write checked.
     Failover(failover::FailoverBenchArgs),
+    /// Cached friend lists, feeds and posts on 1, 2 and 4 kith servers over Cassandra and a
+    /// Redis Cluster, beside one embedded server: throughput, p50/p99 and CPU-seconds per
+    /// request of the servers and the engines.
+    Servers(servers::ServersBenchArgs),
     /// Checks a crash writer's acknowledgement log against a store (used by the crash tests).
     #[command(hide = true)]
     CrashCheck(crash::CrashCheckArgs),
@@ -73,6 +78,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Analytics(a) => analytics::run(a),
         BenchCommand::Distributed(a) => distributed::run(a),
         BenchCommand::Failover(a) => failover::run(a),
+        BenchCommand::Servers(a) => servers::run(a),
         BenchCommand::CrashCheck(a) => crash::check(a),
     }
 }

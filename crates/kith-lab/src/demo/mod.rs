@@ -4,15 +4,17 @@
 //! own method, compared by the pages a "list all friends" reads; then store the users in
 //! RocksDB under two of those layouts and time "list all friends" from the device, with a
 //! relayout, durable writes and a full verification; finally serve that store over HTTP on
-//! loopback and drive a short mixed workload against it.
+//! loopback and drive a short mixed workload against it. `kith demo cluster` (`cluster.rs`)
+//! shows the service on a cluster instead.
 
+mod cluster;
 mod http;
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Result, ensure};
-use clap::Args;
+use clap::{Args, Subcommand};
 use kith_graph::LoadConfig;
 use kith_graph::generate::{LfrConfig, lfr};
 use kith_layout::metrics::mean_pages;
@@ -21,7 +23,10 @@ use kith_layout::{LayoutConfig, Method, compute, la_cost, write_layout};
 use crate::cli::stats_table;
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DemoArgs {
+    #[command(subcommand)]
+    what: Option<DemoWhat>,
     /// Vertices of the generated social graph.
     #[arg(long, default_value_t = 200_000)]
     nodes: usize,
@@ -39,8 +44,20 @@ pub struct DemoArgs {
     clients: usize,
 }
 
+/// The other demos.
+#[derive(Debug, Subcommand)]
+pub enum DemoWhat {
+    /// kith on a cluster, on loopback: 3 Cassandra nodes, a 3-master Redis Cluster and 3
+    /// kith servers under mixed load, with one of each killed midway; then every
+    /// acknowledged write read back, and everything stopped.
+    Cluster(cluster::ClusterDemoArgs),
+}
+
 /// Runs the demo.
 pub fn run(args: DemoArgs) -> Result<()> {
+    if let Some(DemoWhat::Cluster(a)) = args.what {
+        return cluster::run(a);
+    }
     let tmp = tempfile::tempdir()?;
     let dir = args.keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;

@@ -2,8 +2,10 @@
 //! arguments, a kith-layout store of the follow graph's friendships with a SONETOR trace
 //! split into a preload and the measured rest, copies of the store per run, preloading a
 //! server over HTTP, and driving it with the load driver. Each experiment starts and stops
-//! its own servers, and Redis, on loopback.
+//! its own servers, and Redis, on loopback; the `cluster` backend runs them over a
+//! Cassandra cluster and a Redis Cluster (`rig.rs`).
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use serde_json::json;
 
 use crate::cli::GraphInput;
 use crate::processes::build_kith_store;
+use crate::rig::{Rig, RigConfig};
 
 #[derive(Debug, Args)]
 pub struct ServiceArgs {
@@ -53,12 +56,68 @@ pub struct ServiceArgs {
     /// Random seed (trace and clients).
     #[arg(long, default_value_t = 1)]
     pub(super) seed: u64,
+    /// Server processes to sweep on the `cluster` backend (twibo), e.g. 1,2,4; given, the
+    /// backends default to in-process and cluster.
+    #[arg(long, value_delimiter = ',')]
+    pub(super) servers: Vec<usize>,
+    /// The `cluster` backend: run on the local cluster in this directory (`kith cluster up
+    /// --dir`) instead of starting one.
+    #[arg(long)]
+    pub(super) cluster_dir: Option<PathBuf>,
+    /// The `cluster` backend started here: its first loopback address (Cassandra on it and
+    /// the next two, Redis on it and the next five).
+    #[arg(long, default_value = "127.0.12.1")]
+    pub(super) base: Ipv4Addr,
+    /// The `cluster` backend started here: the Redis nodes' port.
+    #[arg(long, default_value_t = 6390)]
+    pub(super) redis_port: u16,
+}
+
+impl ServiceArgs {
+    /// The backends to run: as given, else in-process with Redis, or with the cluster when
+    /// server counts are given.
+    pub(super) fn backends(&self, default: &[&str]) -> Result<Vec<String>> {
+        let all = if !self.backends.is_empty() {
+            self.backends.clone()
+        } else if !self.servers.is_empty() {
+            vec!["in-process".into(), "cluster".into()]
+        } else {
+            default.iter().map(|s| s.to_string()).collect()
+        };
+        for b in &all {
+            ensure!(
+                matches!(b.as_str(), "in-process" | "redis" | "cluster"),
+                "unknown backend {b:?}: in-process, redis or cluster"
+            );
+        }
+        ensure!(
+            self.servers.iter().all(|&n| (1..=32).contains(&n)),
+            "--servers: counts from 1 to 32"
+        );
+        Ok(all)
+    }
+
+    /// The cluster the `cluster` backend runs on.
+    pub(super) fn rig(&self, scratch: &Path) -> Result<Rig> {
+        match &self.cluster_dir {
+            Some(dir) => Rig::open(dir),
+            None => Rig::up(&RigConfig {
+                dir: scratch.join("cluster"),
+                base: self.base,
+                redis_port: self.redis_port,
+                redis_node_timeout: Duration::from_secs(2),
+                heap_mb: 768,
+            }),
+        }
+    }
 }
 
 /// An experiment's starting point.
 pub(super) struct Prepared {
     /// The follow graph as read (directed with `--directed`).
     pub(super) follows: Graph,
+    /// Its friendships (the follows, symmetrised), which the store holds.
+    pub(super) friends: Graph,
     /// The store built from the follows' friendships, copied for each run.
     pub(super) store: PathBuf,
     /// The trace's first `--preload` publishes, stored before measuring.
@@ -113,7 +172,14 @@ pub(super) fn prepare(args: &ServiceArgs, with_trace: bool) -> Result<Prepared> 
             preload.len()
         );
     }
-    Ok(Prepared { follows, store, preload, rest: Arc::new(TraceSource::new(rest)), scratch: tmp })
+    Ok(Prepared {
+        follows,
+        friends,
+        store,
+        preload,
+        rest: Arc::new(TraceSource::new(rest)),
+        scratch: tmp,
+    })
 }
 
 pub(super) fn copy_store(from: &Path, to: &Path) -> Result<()> {
@@ -175,15 +241,16 @@ pub(super) async fn stats(base: &str) -> Result<serde_json::Value> {
     Ok(reqwest::get(format!("{base}/stats")).await?.json().await?)
 }
 
+/// Drives the servers at `targets` (requests spread over them) with `clients` clients.
 pub(super) fn drive(
     runtime: &tokio::runtime::Runtime,
     source: Arc<dyn kith_workload::Source>,
-    base: &str,
+    targets: &[String],
     clients: usize,
     args: &ServiceArgs,
 ) -> Result<RunReport> {
     let config = RunConfig {
-        targets: vec![base.to_string()],
+        targets: targets.to_vec(),
         clients,
         rate: None,
         duration: Duration::from_secs_f64(args.duration_s),

@@ -7,10 +7,11 @@ use kith_feed::testing::RedisServer;
 use serde::Serialize;
 use serde_json::json;
 
-use super::service::{ServiceArgs, copy_store, drive, op, preload, prepare, stats};
+use super::service::{Prepared, ServiceArgs, copy_store, drive, op, preload, prepare, stats};
 use crate::machine::{Machine, git_commit, utc_now};
 use crate::plot::{LineChart, Series, line_chart};
-use crate::processes::start_server;
+use crate::processes::{ChildProcess, start_server};
+use crate::rig::Rig;
 
 /// Twibo's peak throughputs (requests/s; 3 servers × 6 processes), their Tables 3 and 4.
 const TWIBO_PEAK: [(&str, f64); 4] =
@@ -21,12 +22,16 @@ const TWIBO_PROCESSES: f64 = 18.0;
 struct TwiboRow {
     backend: String,
     config: String,
+    /// Server processes the clients spread over.
+    servers: usize,
     clients: usize,
     throughput: f64,
     retrieve_per_s: f64,
     publish_per_s: f64,
     retrieve_p50_ms: f64,
+    retrieve_p95_ms: f64,
     retrieve_p99_ms: f64,
+    publish_p95_ms: f64,
     publish_p99_ms: f64,
     errors: u64,
 }
@@ -39,79 +44,138 @@ const TWIBO_CONFIGS: [(&str, &[&str]); 5] = [
     ("hybrid+write-back", &["--feed", "hybrid", "--cache", "write-back"]),
 ];
 
-pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
-    let p = prepare(&args, true)?;
-    let backends = if args.backends.is_empty() {
-        vec!["in-process".to_string(), "redis".to_string()]
-    } else {
-        args.backends.clone()
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let mut rows = Vec::new();
-    let mut reports = Vec::new();
-    for backend in &backends {
-        for (name, flags) in TWIBO_CONFIGS {
-            let copy = p.scratch.path().join("run");
-            copy_store(&p.store, &copy)?;
-            let mut server_args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
-            server_args
-                .extend(["--celebrity-threshold".into(), args.celebrity_threshold.to_string()]);
-            let redis: Option<RedisServer> = if backend == "redis" {
-                let r = RedisServer::try_start_with(&[])?;
-                server_args.extend(["--redis".into(), r.url().to_string()]);
-                Some(r)
-            } else {
-                ensure!(
-                    backend == "in-process",
-                    "unknown backend {backend:?}: in-process or redis"
-                );
-                None
-            };
-            let (server, base) = start_server(&copy, &server_args)?;
-            eprintln!("twibo: {backend} {name}: preloading");
-            runtime.block_on(preload(&base, &p.follows, &p.preload))?;
-            for &clients in &args.clients {
-                eprintln!("twibo: {backend} {name}: {clients} clients");
-                let r = drive(&runtime, p.rest.clone(), &base, clients, &args)?;
-                let (ret, publ) = (op(&r, "retrieve"), op(&r, "publish"));
-                rows.push(TwiboRow {
-                    backend: backend.clone(),
-                    config: name.into(),
-                    clients,
-                    throughput: r.total.throughput,
-                    retrieve_per_s: ret.map_or(0.0, |o| o.throughput),
-                    publish_per_s: publ.map_or(0.0, |o| o.throughput),
-                    retrieve_p50_ms: ret.map_or(f64::NAN, |o| o.p50_ms),
-                    retrieve_p99_ms: ret.map_or(f64::NAN, |o| o.p99_ms),
-                    publish_p99_ms: publ.map_or(f64::NAN, |o| o.p99_ms),
-                    errors: r.total.errors,
-                });
-                let last = rows.last().expect("just pushed");
-                println!(
-                    "{backend:<11}{name:<19}{clients:>5} clients {:>9.0} req/s  feed p50 {:>7.2} ms p99 {:>7.2} ms  errors {}",
-                    last.throughput, last.retrieve_p50_ms, last.retrieve_p99_ms, last.errors
-                );
-                reports.push(json!({"backend": backend, "config": name, "run": r}));
-            }
-            drop(server);
-            drop(redis);
+/// The servers of one run, and what they run on; stopped (and a cluster keyspace dropped)
+/// when dropped.
+pub(super) struct Deployment<'a> {
+    servers: Vec<Option<ChildProcess>>,
+    pub(super) urls: Vec<String>,
+    _redis: Option<RedisServer>,
+    keyspace: Option<(&'a Rig, String)>,
+}
+
+impl Drop for Deployment<'_> {
+    fn drop(&mut self) {
+        self.servers.clear();
+        if let Some((rig, keyspace)) = &self.keyspace {
+            rig.drop_keyspace(keyspace);
         }
     }
+}
+
+/// Starts `n` servers with `server_args` on `backend`: a copy of the embedded store (with
+/// its own Redis for `redis`), or a fresh keyspace on the cluster (`run` names it).
+pub(super) fn deploy<'a>(
+    backend: &str,
+    p: &Prepared,
+    rig: Option<&'a Rig>,
+    n: usize,
+    run: usize,
+    mut server_args: Vec<String>,
+) -> Result<Deployment<'a>> {
+    if backend == "cluster" {
+        let rig = rig.context("the cluster backend without a cluster")?;
+        let keyspace = format!("twibo_{}_{run}", std::process::id());
+        eprintln!("twibo: loading {} users into {keyspace}", p.friends.num_nodes());
+        rig.load(&p.friends, &keyspace)?;
+        let prefix = format!("tw{}r{run}", std::process::id());
+        let mut d = Deployment {
+            servers: Vec::new(),
+            urls: Vec::new(),
+            _redis: None,
+            keyspace: Some((rig, keyspace.clone())),
+        };
+        (d.servers, d.urls) = rig.servers(&keyspace, n, &prefix, &server_args, None)?;
+        return Ok(d);
+    }
+    ensure!(n == 1, "{backend}: one server per store (several need the cluster backend)");
+    let copy = p.scratch.path().join("run");
+    copy_store(&p.store, &copy)?;
+    let redis = if backend == "redis" {
+        let r = RedisServer::try_start_with(&[])?;
+        server_args.extend(["--redis".into(), r.url().to_string()]);
+        Some(r)
+    } else {
+        None
+    };
+    let (server, base) = start_server(&copy, &server_args)?;
+    Ok(Deployment { servers: vec![Some(server)], urls: vec![base], _redis: redis, keyspace: None })
+}
+
+pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
+    let p = prepare(&args, true)?;
+    let backends = args.backends(&["in-process", "redis"])?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rig = match backends.iter().any(|b| b == "cluster") {
+        true => Some(args.rig(p.scratch.path())?),
+        false => None,
+    };
+    let mut rows = Vec::new();
+    let mut reports = Vec::new();
+    let mut run = 0;
+    for backend in &backends {
+        let counts = match (backend.as_str(), args.servers.is_empty()) {
+            ("cluster", false) => args.servers.clone(),
+            _ => vec![1],
+        };
+        for (name, flags) in TWIBO_CONFIGS {
+            for &n in &counts {
+                run += 1;
+                let mut server_args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+                server_args
+                    .extend(["--celebrity-threshold".into(), args.celebrity_threshold.to_string()]);
+                let d = deploy(backend, &p, rig.as_ref(), n, run, server_args)?;
+                eprintln!("twibo: {backend} {name} x{n}: preloading");
+                runtime.block_on(preload(&d.urls[0], &p.follows, &p.preload))?;
+                for &clients in &args.clients {
+                    eprintln!("twibo: {backend} {name} x{n}: {clients} clients");
+                    let r = drive(&runtime, p.rest.clone(), &d.urls, clients, &args)?;
+                    let (ret, publ) = (op(&r, "retrieve"), op(&r, "publish"));
+                    rows.push(TwiboRow {
+                        backend: backend.clone(),
+                        config: name.into(),
+                        servers: n,
+                        clients,
+                        throughput: r.total.throughput,
+                        retrieve_per_s: ret.map_or(0.0, |o| o.throughput),
+                        publish_per_s: publ.map_or(0.0, |o| o.throughput),
+                        retrieve_p50_ms: ret.map_or(f64::NAN, |o| o.p50_ms),
+                        retrieve_p95_ms: ret.map_or(f64::NAN, |o| o.p95_ms),
+                        retrieve_p99_ms: ret.map_or(f64::NAN, |o| o.p99_ms),
+                        publish_p95_ms: publ.map_or(f64::NAN, |o| o.p95_ms),
+                        publish_p99_ms: publ.map_or(f64::NAN, |o| o.p99_ms),
+                        errors: r.total.errors,
+                    });
+                    let last = rows.last().expect("just pushed");
+                    println!(
+                        "{backend:<11}{name:<19}x{n:<3}{clients:>5} clients {:>9.0} req/s  feed p50 {:>7.2} ms p95 {:>7.2} ms  errors {}",
+                        last.throughput, last.retrieve_p50_ms, last.retrieve_p95_ms, last.errors
+                    );
+                    reports
+                        .push(json!({"backend": backend, "config": name, "servers": n, "run": r}));
+                }
+                drop(d);
+            }
+        }
+    }
+    drop(rig);
     // CSV, peak table beside Twibo's, charts.
     let mut csv = String::from(
-        "backend,config,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p99_ms,publish_p99_ms,errors\n",
+        "backend,config,servers,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p95_ms,retrieve_p99_ms,publish_p95_ms,publish_p99_ms,errors\n",
     );
     for r in &rows {
         csv.push_str(&format!(
-            "{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{}\n",
+            "{},{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{}\n",
             r.backend,
             r.config,
+            r.servers,
             r.clients,
             r.throughput,
             r.retrieve_per_s,
             r.publish_per_s,
             r.retrieve_p50_ms,
+            r.retrieve_p95_ms,
             r.retrieve_p99_ms,
+            r.publish_p95_ms,
             r.publish_p99_ms,
             r.errors
         ));
@@ -119,43 +183,62 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
     std::fs::write(args.out.join("twibo.csv"), csv)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let mut table = String::from(
-        "backend,config,peak_req_per_s,peak_clients,per_core,twibo_peak,twibo_per_process,per_core_ratio,feed_p99_ms_at_peak,fewest_clients,req_per_s_at_fewest,feed_p99_ms_at_fewest\n",
+        "backend,servers,config,peak_req_per_s,peak_clients,per_core,twibo_peak,twibo_per_process,per_core_ratio,feed_p95_ms_at_peak,fewest_clients,req_per_s_at_fewest,feed_p95_ms_at_fewest\n",
     );
     println!(
         "\npeak throughput beside Twibo's (Twibo: 3 servers x 6 processes; here {cores} cores shared with the driver)"
     );
-    for backend in &backends {
+    // (backend, servers) in the order run.
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for r in &rows {
+        if !groups.iter().any(|(b, n)| *b == r.backend && *n == r.servers) {
+            groups.push((r.backend.clone(), r.servers));
+        }
+    }
+    // Per configuration on the cluster: (servers, peak throughput).
+    let mut by_servers: Vec<Series> = Vec::new();
+    for (backend, n) in &groups {
+        let in_group = |r: &&TwiboRow| &r.backend == backend && r.servers == *n;
         for (name, _) in TWIBO_CONFIGS {
             let mine: Vec<&TwiboRow> =
-                rows.iter().filter(|r| &r.backend == backend && r.config == name).collect();
+                rows.iter().filter(in_group).filter(|r| r.config == name).collect();
             let Some(peak) = mine.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))
             else {
                 continue;
             };
+            if backend == "cluster" {
+                match by_servers.iter_mut().find(|s| s.name == name) {
+                    Some(s) => s.points.push((*n as f64, peak.throughput)),
+                    None => by_servers.push(Series {
+                        name: name.to_string(),
+                        points: vec![(*n as f64, peak.throughput)],
+                    }),
+                }
+            }
             // Below saturation: the fewest clients swept (the peak itself is saturation).
             let lightest = mine.iter().min_by_key(|r| r.clients).expect("non-empty");
-            let twibo = TWIBO_PEAK.iter().find(|(n, _)| *n == name).map(|&(_, t)| t);
+            let twibo = TWIBO_PEAK.iter().find(|(t, _)| *t == name).map(|&(_, t)| t);
             let per_core = peak.throughput / cores;
             let ratio = twibo.map(|t| per_core / (t / TWIBO_PROCESSES));
             table.push_str(&format!(
-                "{backend},{name},{:.0},{},{:.0},{},{},{},{:.2},{},{:.0},{:.2}\n",
+                "{backend},{n},{name},{:.0},{},{:.0},{},{},{},{:.2},{},{:.0},{:.2}\n",
                 peak.throughput,
                 peak.clients,
                 per_core,
                 twibo.map_or(String::new(), |t| format!("{t:.0}")),
                 twibo.map_or(String::new(), |t| format!("{:.1}", t / TWIBO_PROCESSES)),
                 ratio.map_or(String::new(), |x| format!("{x:.1}")),
-                peak.retrieve_p99_ms,
+                peak.retrieve_p95_ms,
                 lightest.clients,
                 lightest.throughput,
-                lightest.retrieve_p99_ms
+                lightest.retrieve_p95_ms
             ));
             println!(
-                "{backend:<11}{name:<19} peak {:>8.0} req/s at {:>3} clients, {:>7.0} per core; feed p99 {:.2} ms at {} clients; Twibo {}{}",
+                "{backend:<11}x{n:<3}{name:<19} peak {:>8.0} req/s at {:>3} clients, {:>7.0} per core; feed p95 {:.2} ms at {} clients; Twibo {}{}",
                 peak.throughput,
                 peak.clients,
                 per_core,
-                lightest.retrieve_p99_ms,
+                lightest.retrieve_p95_ms,
                 lightest.clients,
                 twibo.map_or("-".into(), |t| format!(
                     "{t:.0} ({:.0} per process)",
@@ -170,16 +253,35 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
                 name: name.to_string(),
                 points: rows
                     .iter()
-                    .filter(|r| &r.backend == backend && r.config == *name)
+                    .filter(in_group)
+                    .filter(|r| r.config == *name)
                     .map(|r| (r.clients as f64, r.throughput))
                     .collect(),
             })
             .collect();
-        let title = format!("Twibo's workload on kith ({backend})");
+        let (title, file) = match backend.as_str() {
+            "cluster" => (
+                format!("Twibo's workload on kith: {n} server(s) on Cassandra + Redis Cluster"),
+                format!("twibo-cluster-{n}.png"),
+            ),
+            _ => (format!("Twibo's workload on kith ({backend})"), format!("twibo-{backend}.png")),
+        };
         line_chart(
-            &args.out.join(format!("twibo-{backend}.png")),
+            &args.out.join(file),
             &LineChart { title: &title, x_label: "clients", y_label: "requests/s", log2_x: true },
             &series,
+        )?;
+    }
+    if by_servers.iter().any(|s| s.points.len() > 1) {
+        line_chart(
+            &args.out.join("twibo-servers.png"),
+            &LineChart {
+                title: "Twibo's workload on the cluster: peak throughput against server processes",
+                x_label: "kith servers",
+                y_label: "peak requests/s",
+                log2_x: true,
+            },
+            &by_servers,
         )?;
     }
     std::fs::write(args.out.join("twibo-peaks.csv"), table)?;
@@ -230,7 +332,7 @@ pub(super) fn twibo_cache(args: ServiceArgs) -> Result<()> {
             eprintln!("twibo-cache: {backend} {mb} MB: preloading");
             runtime.block_on(preload(&base, &p.follows, &p.preload))?;
             let before = runtime.block_on(stats(&base))?;
-            let r = drive(&runtime, p.rest.clone(), &base, clients, &args)?;
+            let r = drive(&runtime, p.rest.clone(), std::slice::from_ref(&base), clients, &args)?;
             let after = runtime.block_on(stats(&base))?;
             let delta = |kind: &str, f: &str| {
                 after["hit_rate"][kind][f]
