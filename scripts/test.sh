@@ -19,22 +19,17 @@ if ! need python3; then
 fi
 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q -r tests/oracle/requirements.txt
 
-# A Redis for the feed tests (Debian's redis-server), on a free loopback port, stopped on exit;
-# HAProxy (Debian's) for the test of deploy/haproxy.cfg in front of several servers.
-if ! need redis-server || ! need haproxy; then
+# Redis (Debian's redis-server), Java and Maven for Apache Cassandra; HAProxy (Debian's) for
+# the test of deploy/haproxy.cfg in front of several servers.
+bash scripts/cluster-deps.sh
+if ! need haproxy; then
     sudo=""
     if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server haproxy
-fi
-# Java and Maven for Apache Cassandra (its jars come from Maven Central on first use).
-if ! need java || ! need mvn; then
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq default-jre-headless maven
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq haproxy
 fi
 
+# A Redis for the feed tests, on a free loopback port, stopped on exit.
 redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null &
 redis_pid=$!

@@ -7,7 +7,7 @@
 //! the timeout on each request; a probe (`redis.rs`) tries a write periodically and closes
 //! the circuit when Redis takes it.
 //!
-//! A failed invalidation of a friend list, or a failed push to a timeline, leaves an entry
+//! A failed invalidation of a friend or followee list, or a failed push to a timeline, leaves an entry
 //! in Redis that is older than what this server acknowledged. The users are remembered here
 //! and their entries are read as misses until a later write replaces or deletes them
 //! (**invariant: a list or timeline whose update failed is never served**). Past
@@ -21,6 +21,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, RedisError};
+
+use super::List;
 
 /// The most users remembered per kind of stale entry.
 pub(super) const MAX_STALE: usize = 1 << 16;
@@ -37,9 +39,11 @@ pub(super) struct Health {
 struct State {
     /// Why the circuit is open, and since when.
     failure: Option<(String, Instant)>,
-    stale_friends: HashSet<u64>,
-    /// Too many stale friend lists to remember: none is served before this instant.
-    all_friends_stale_until: Option<Instant>,
+    /// Per kind of list ([`List::index`]): users whose cached list is stale.
+    stale_lists: [HashSet<u64>; 2],
+    /// Too many stale lists of a kind to remember: none of that kind is served before this
+    /// instant.
+    all_lists_stale_until: [Option<Instant>; 2],
     stale_timelines: HashSet<u64>,
     /// Too many stale timelines to remember: all are dropped before the circuit closes.
     all_timelines_stale: bool,
@@ -128,40 +132,42 @@ impl Health {
             .map(|(why, at)| format!("{why} ({:.1} s ago)", at.elapsed().as_secs_f64()))
     }
 
-    /// These users' cached friend lists may be stale; `ttl` bounds how long any cached
-    /// list lives.
-    pub(super) fn friends_stale(&self, uids: &[u64], ttl: Duration) {
+    /// These users' cached lists of this kind may be stale; `ttl` bounds how long any
+    /// cached list lives.
+    pub(super) fn lists_stale(&self, list: List, uids: &[u64], ttl: Duration) {
         let mut s = self.lock();
-        s.stale_friends.extend(uids);
-        if s.stale_friends.len() > MAX_STALE {
-            s.stale_friends.clear();
-            s.all_friends_stale_until = Some(Instant::now() + ttl);
+        let k = list.index();
+        s.stale_lists[k].extend(uids);
+        if s.stale_lists[k].len() > MAX_STALE {
+            s.stale_lists[k].clear();
+            s.all_lists_stale_until[k] = Some(Instant::now() + ttl);
         }
     }
 
-    /// Whether the user's cached friend list must not be served.
-    pub(super) fn is_friends_stale(&self, uid: u64) -> bool {
+    /// Whether the user's cached list of this kind must not be served.
+    pub(super) fn is_list_stale(&self, list: List, uid: u64) -> bool {
         let mut s = self.lock();
-        if let Some(until) = s.all_friends_stale_until {
+        let k = list.index();
+        if let Some(until) = s.all_lists_stale_until[k] {
             if Instant::now() < until {
                 return true;
             }
-            s.all_friends_stale_until = None;
+            s.all_lists_stale_until[k] = None;
         }
-        s.stale_friends.contains(&uid)
+        s.stale_lists[k].contains(&uid)
     }
 
-    /// These users' cached lists were replaced or deleted.
-    pub(super) fn friends_fresh(&self, uids: &[u64]) {
+    /// These users' cached lists of this kind were replaced or deleted.
+    pub(super) fn lists_fresh(&self, list: List, uids: &[u64]) {
         let mut s = self.lock();
         for u in uids {
-            s.stale_friends.remove(u);
+            s.stale_lists[list.index()].remove(u);
         }
     }
 
-    /// Some stale friend lists, to delete when Redis is back.
-    pub(super) fn some_stale_friends(&self, n: usize) -> Vec<u64> {
-        self.lock().stale_friends.iter().take(n).copied().collect()
+    /// Some users with a stale list of this kind, to delete when Redis is back.
+    pub(super) fn some_stale_lists(&self, list: List, n: usize) -> Vec<u64> {
+        self.lock().stale_lists[list.index()].iter().take(n).copied().collect()
     }
 
     /// A push to these users' timelines failed.
@@ -229,15 +235,16 @@ mod tests {
     #[test]
     fn stale_friend_lists_until_replaced_or_expired() {
         let h = Health::default();
-        h.friends_stale(&[1, 2], Duration::from_secs(60));
-        assert!(h.is_friends_stale(1) && !h.is_friends_stale(3));
-        h.friends_fresh(&[1]);
-        assert!(!h.is_friends_stale(1) && h.is_friends_stale(2));
+        h.lists_stale(List::Friends, &[1, 2], Duration::from_secs(60));
+        assert!(h.is_list_stale(List::Friends, 1) && !h.is_list_stale(List::Friends, 3));
+        assert!(!h.is_list_stale(List::Followees, 1), "each kind of list on its own");
+        h.lists_fresh(List::Friends, &[1]);
+        assert!(!h.is_list_stale(List::Friends, 1) && h.is_list_stale(List::Friends, 2));
         let many: Vec<u64> = (0..=MAX_STALE as u64).collect();
-        h.friends_stale(&many, Duration::from_millis(50));
-        assert!(h.is_friends_stale(u64::MAX), "overflow: every list is stale");
+        h.lists_stale(List::Friends, &many, Duration::from_millis(50));
+        assert!(h.is_list_stale(List::Friends, u64::MAX), "overflow: every list is stale");
         std::thread::sleep(Duration::from_millis(80));
-        assert!(!h.is_friends_stale(u64::MAX), "every list cached before has expired");
+        assert!(!h.is_list_stale(List::Friends, u64::MAX), "every list cached before has expired");
         let refused = RedisError::from((ErrorKind::ReadOnly, "READONLY"));
         assert!(unavailable(&refused));
         assert!(!unavailable(&RedisError::from((ErrorKind::TypeError, "bad reply"))));

@@ -44,6 +44,34 @@ use crate::config::FeedConfig;
 use crate::error::{Error, Result};
 use crate::post::Post;
 
+/// The per-user lists a backend caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum List {
+    /// Friend lists, for `consistency=eventual` reads.
+    Friends,
+    /// Whom a user follows, for feed reads (Redis only).
+    Followees,
+}
+
+impl List {
+    fn index(self) -> usize {
+        match self {
+            List::Friends => 0,
+            List::Followees => 1,
+        }
+    }
+
+    /// The kind's letter in Redis keys: `<prefix>:<tag>:{uid}`, versions `<tag>v`.
+    fn tag(self) -> &'static str {
+        match self {
+            List::Friends => "f",
+            List::Followees => "g",
+        }
+    }
+
+    const ALL: [List; 2] = [List::Friends, List::Followees];
+}
+
 /// Where caches and timelines live.
 #[derive(Clone, Debug)]
 pub enum Backend {
@@ -129,11 +157,44 @@ impl Backend {
         }
     }
 
+    /// A cached list of whom the user follows (Redis only: in one process the engine's
+    /// own read is as cheap).
+    pub async fn get_followees(&self, uid: u64) -> Result<Option<Arc<[u64]>>> {
+        match self {
+            Backend::Local(_) => Ok(None),
+            Backend::Redis(r) => r.get_list(List::Followees, uid).await,
+        }
+    }
+
+    /// As [`Backend::friends_version`], for a followee list.
+    pub async fn followees_version(&self, uid: u64) -> Result<String> {
+        match self {
+            Backend::Local(_) => Ok(String::new()),
+            Backend::Redis(r) => r.list_version(List::Followees, uid).await,
+        }
+    }
+
+    /// As [`Backend::put_friends`], for a followee list.
+    pub async fn put_followees(&self, uid: u64, list: &[u64], version: &str) -> Result<()> {
+        match self {
+            Backend::Local(_) => Ok(()),
+            Backend::Redis(r) => r.put_list(List::Followees, uid, list, version).await,
+        }
+    }
+
+    /// Drops a cached followee list (and bumps its version).
+    pub async fn del_followees(&self, uid: u64) -> Result<()> {
+        match self {
+            Backend::Local(_) => Ok(()),
+            Backend::Redis(r) => r.del_lists(List::Followees, &[uid]).await,
+        }
+    }
+
     /// A cached friend list.
     pub async fn get_friends(&self, uid: u64) -> Result<Option<Arc<[u64]>>> {
         match self {
             Backend::Local(l) => l.get_friends(uid),
-            Backend::Redis(r) => r.get_friends(uid).await,
+            Backend::Redis(r) => r.get_list(List::Friends, uid).await,
         }
     }
 
@@ -143,7 +204,7 @@ impl Backend {
     pub async fn friends_version(&self, uid: u64) -> Result<String> {
         match self {
             Backend::Local(_) => Ok(String::new()),
-            Backend::Redis(r) => r.friends_version(uid).await,
+            Backend::Redis(r) => r.list_version(List::Friends, uid).await,
         }
     }
 
@@ -152,7 +213,7 @@ impl Backend {
     pub async fn put_friends(&self, uid: u64, list: Arc<[u64]>, version: &str) -> Result<()> {
         match self {
             Backend::Local(l) => l.put_friends(uid, list),
-            Backend::Redis(r) => r.put_friends(uid, &list, version).await,
+            Backend::Redis(r) => r.put_list(List::Friends, uid, &list, version).await,
         }
     }
 
@@ -160,7 +221,7 @@ impl Backend {
     pub async fn del_friends(&self, uids: &[u64]) -> Result<()> {
         match self {
             Backend::Local(l) => l.del_friends(uids),
-            Backend::Redis(r) => r.del_friends(uids).await,
+            Backend::Redis(r) => r.del_lists(List::Friends, uids).await,
         }
     }
 

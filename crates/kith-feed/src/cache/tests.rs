@@ -317,3 +317,40 @@ async fn a_fill_that_raced_another_servers_change_is_not_cached() {
         assert_eq!(other.get_friends(8).await.unwrap().as_deref(), Some(&[1][..]));
     }
 }
+
+/// Followee lists (for feed reads) are cached in Redis only, apart from friend lists of the
+/// same user, and under the same rule: a fill that raced another server's follow or
+/// unfollow is not cached.
+#[tokio::test]
+async fn followee_lists_apart_from_friend_lists_and_never_older_than_a_change() {
+    let all = Backends::new("followees", TTL).await;
+    let config = FeedConfig { redis_prefix: all.prefix.clone(), ..FeedConfig::default() };
+    let other_redis = Backend::redis(all.server.url(), &config).await.unwrap();
+    let other_cluster =
+        Backend::redis_at(super::Target::Cluster(&all.cluster_urls), &config).await.unwrap();
+    // In process nothing is cached: the engine's own read is as cheap.
+    let v = all.local.followees_version(3).await.unwrap();
+    all.local.put_followees(3, &[1], &v).await.unwrap();
+    assert_eq!(all.local.get_followees(3).await.unwrap(), None);
+    all.local.del_followees(3).await.unwrap();
+    for (this, other) in [(&all.redis, &other_redis), (&all.cluster, &other_cluster)] {
+        let name = this.name();
+        fill(this, 3, &[7, 8]).await;
+        let v = this.followees_version(3).await.unwrap();
+        this.put_followees(3, &[5, 4], &v).await.unwrap();
+        assert_eq!(other.get_followees(3).await.unwrap().as_deref(), Some(&[5, 4][..]), "{name}");
+        assert_eq!(other.get_friends(3).await.unwrap().as_deref(), Some(&[7, 8][..]), "{name}");
+        // A follow on the other server drops the list, not the friend list.
+        other.del_followees(3).await.unwrap();
+        assert_eq!(this.get_followees(3).await.unwrap(), None, "{name}");
+        assert!(this.get_friends(3).await.unwrap().is_some(), "{name}");
+        // A fill that read the store before a change elsewhere is not cached.
+        let v = this.followees_version(3).await.unwrap();
+        other.del_followees(3).await.unwrap();
+        this.put_followees(3, &[5, 4], &v).await.unwrap();
+        assert_eq!(other.get_followees(3).await.unwrap(), None, "{name}: stale fill cached");
+        let v = this.followees_version(3).await.unwrap();
+        this.put_followees(3, &[5], &v).await.unwrap();
+        assert_eq!(other.get_followees(3).await.unwrap().as_deref(), Some(&[5][..]), "{name}");
+    }
+}

@@ -176,12 +176,14 @@ async fn a_cluster_failover_drops_what_the_new_master_may_hold_stale() {
     let _down = Down(cluster.clone());
     let urls: Vec<String> = cluster.urls().split(',').map(str::to_string).collect();
     let b = Backend::redis_at(super::Target::Cluster(&urls), &settings()).await.unwrap();
-    // Users on every master: a timeline and a friend list each.
+    // Users on every master: a timeline, a friend list and a followee list each.
     let users: Vec<u64> = (1..=30).collect();
     for &u in &users {
         b.timeline_finish(u, &[100 + u], 0, 10).await.unwrap();
         let version = b.friends_version(u).await.unwrap();
         b.put_friends(u, Arc::from([u + 1]), &version).await.unwrap();
+        let version = b.followees_version(u).await.unwrap();
+        b.put_followees(u, &[u + 2], &version).await.unwrap();
     }
     let victim = cluster.master_of_key("kith-fault-test:t:{1}").unwrap();
     // Let the replicas take the writes, so losing them is the backend's doing.
@@ -204,14 +206,16 @@ async fn a_cluster_failover_drops_what_the_new_master_may_hold_stale() {
     loop {
         let read = b.timeline_read(1, u64::MAX, 10).await;
         let friends = b.get_friends(1).await;
-        if matches!((&read, &friends), (Ok(None), Ok(None))) {
+        let followees = b.get_followees(1).await;
+        if matches!((&read, &friends, &followees), (Ok(None), Ok(None), Ok(None))) {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "still {read:?} {friends:?}");
+        assert!(t.elapsed() < Duration::from_secs(20), "still {read:?} {friends:?} {followees:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     eprintln!("entries on the new master dropped {:?} after the kill", t.elapsed());
     assert_eq!(b.timeline_read(kept, u64::MAX, 10).await.unwrap(), Some((vec![100 + kept], 0)));
+    assert_eq!(b.get_followees(kept).await.unwrap().as_deref(), Some(&[kept + 2][..]));
     // Rebuilt as usual afterwards.
     b.timeline_finish(1, &[101], 0, 10).await.unwrap();
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![101], 0)));

@@ -35,6 +35,7 @@ impl Feed {
             None => engine.follow(uid, &t),
         })
         .await?;
+        self.invalidate_followees(uid).await;
         self.backfill(uid, &targets).await
     }
 
@@ -84,6 +85,7 @@ impl Feed {
             None => engine.unfollow(uid, target, repush_at),
         })
         .await?;
+        self.invalidate_followees(uid).await;
         if self.config.strategy != Strategy::Pull {
             let ids = self.author_recent(target).await?;
             // The unfollow is stored: feed reads drop posts of authors no longer followed, so

@@ -102,6 +102,8 @@ impl Feed {
         let t: Vec<u8> = targets.iter().flat_map(|t| t.to_le_bytes()).collect();
         let fp = fingerprint(&[b"follow", &uid.to_le_bytes(), &t]);
         if self.recorded(&key, fp).await?.is_some() {
+            // As the first attempt would have: a retry repairs what failed after the store.
+            self.invalidate_followees(uid).await;
             self.backfill(uid, &targets).await?;
             return Ok(Applied { value: (), replayed: true });
         }
@@ -124,6 +126,7 @@ impl Feed {
         let _guard = self.key_stripe(&key)?.lock().await;
         let fp = fingerprint(&[b"unfollow", &uid.to_le_bytes(), &target.to_le_bytes()]);
         if self.recorded(&key, fp).await?.is_some() {
+            self.invalidate_followees(uid).await;
             return Ok(Applied { value: (), replayed: true });
         }
         let record = self.record(key, fp, Vec::new());

@@ -441,6 +441,57 @@ impl Feed {
         }
     }
 
+    /// Whom the reader follows (one more than the feed's budget at most, to tell "at the
+    /// budget" from "over it"), with the reader's existence checked: from the cache when
+    /// it holds the list (Redis: a list is cached only for an existing user, and every
+    /// follow and unfollow on any server drops it before it is acknowledged), else from the
+    /// store in one trip to the blocking pool, then cached unless a change raced the fill.
+    async fn followees_for_feed(&self, uid: u64) -> Result<Vec<u64>> {
+        let cached = self.config.cache != CacheMode::None;
+        if cached {
+            match self.backend.get_followees(uid).await {
+                Ok(Some(list)) => return Ok(list.to_vec()),
+                Ok(None) => {}
+                Err(e) => self.backend.carried_on("reading a cached followee list", &e),
+            }
+        }
+        // Before the store read: a change after it bumps the version, and the fill is not
+        // cached.
+        let version = match cached {
+            true => self.backend.followees_version(uid).await.ok(),
+            false => None,
+        };
+        let engine = self.engine.clone();
+        let budget = self.config.max_followees_per_read;
+        let followees = blocking(move || {
+            if !engine.contains(uid)? {
+                return Err(kith_store::Error::UnknownUser(uid));
+            }
+            engine.followees(uid, 0, budget.saturating_add(1))
+        })
+        .await?;
+        if let Some(version) = version
+            && let Err(e) = self.backend.put_followees(uid, &followees, &version).await
+        {
+            self.backend.carried_on("caching a followee list", &e);
+        }
+        Ok(followees)
+    }
+
+    /// Drops the user's cached followee list after a follow or unfollow is stored, before
+    /// it is acknowledged. A failure is counted and reported, not returned: the change is
+    /// in the store, this server no longer serves the list, and other servers' copies
+    /// expire within the lists' time to live.
+    pub(super) async fn invalidate_followees(&self, uid: u64) {
+        if self.config.cache == CacheMode::None {
+            return;
+        }
+        if let Err(e) = self.backend.del_followees(uid).await {
+            self.metrics.cache_errors.inc();
+            self.backend.carried_on("dropping a cached followee list", &e);
+        }
+    }
+
     /// A user's feed: posts by the users they follow, newest first, below `before`.
     pub async fn feed(&self, uid: u64, before: Option<u64>, limit: usize) -> Result<FeedPage> {
         if limit == 0 || limit > MAX_FEED_PAGE {
@@ -451,17 +502,8 @@ impl Feed {
             });
         }
         let before = before.unwrap_or(u64::MAX);
-        let engine = self.engine.clone();
         let budget = self.config.max_followees_per_read;
-        // One trip to the blocking pool: the reader exists, and whom they follow (one more
-        // than the budget, to tell "at the budget" from "over it").
-        let followees = blocking(move || {
-            if !engine.contains(uid)? {
-                return Err(kith_store::Error::UnknownUser(uid));
-            }
-            engine.followees(uid, 0, budget.saturating_add(1))
-        })
-        .await?;
+        let followees = self.followees_for_feed(uid).await?;
         if followees.len() > budget {
             return Err(Error::TooExpensive {
                 what: "followees merged by one feed read",

@@ -40,6 +40,7 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
+use super::List;
 use super::con::{Con, Masters, slot};
 
 mod upkeep;
@@ -217,10 +218,6 @@ impl Redis {
         format!("{}:p:{id}", self.shared.prefix)
     }
 
-    fn friends_key(&self, uid: u64) -> String {
-        self.shared.friends_key(uid)
-    }
-
     fn timeline_key(&self, uid: u64) -> String {
         self.shared.timeline_key(uid)
     }
@@ -311,54 +308,61 @@ impl Redis {
     }
 
     /// A miss, without asking Redis, for a list whose invalidation failed.
-    pub(super) async fn get_friends(&self, uid: u64) -> Result<Option<Arc<[u64]>>> {
-        if self.shared.health.is_friends_stale(uid) {
+    pub(super) async fn get_list(&self, list: List, uid: u64) -> Result<Option<Arc<[u64]>>> {
+        if self.shared.health.is_list_stale(list, uid) {
             return Ok(None);
         }
         let mut con = self.con();
-        let got: Option<Vec<u8>> = self.run("GET friends", con.get(self.friends_key(uid))).await?;
+        let key = self.shared.list_key(list, uid);
+        let got: Option<Vec<u8>> = self.run("GET list", con.get(key)).await?;
         Ok(got.map(|b| {
             b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
         }))
     }
 
-    /// The list's version now, to hand to [`Redis::put_friends`] after reading the store.
-    pub(super) async fn friends_version(&self, uid: u64) -> Result<String> {
+    /// The list's version now, to hand to [`Redis::put_list`] after reading the store.
+    pub(super) async fn list_version(&self, list: List, uid: u64) -> Result<String> {
         let mut con = self.con();
-        let key = self.shared.version_key(uid);
-        let got: Option<String> = self.run("GET friends version", con.get(key)).await?;
+        let key = self.shared.version_key(list, uid);
+        let got: Option<String> = self.run("GET list version", con.get(key)).await?;
         Ok(got.unwrap_or_default())
     }
 
     /// Caches the list (with PX, at least one millisecond: zero would be refused) unless a
     /// change bumped its version since `version` was read. The list replaces any stale one.
-    pub(super) async fn put_friends(&self, uid: u64, list: &[u64], version: &str) -> Result<()> {
+    pub(super) async fn put_list(
+        &self,
+        list: List,
+        uid: u64,
+        items: &[u64],
+        version: &str,
+    ) -> Result<()> {
         let mut con = self.con();
         let ttl = self.shared.friends_ttl.as_millis().max(1) as u64;
-        let bytes: Vec<u8> = list.iter().flat_map(|f| f.to_le_bytes()).collect();
-        let mut inv = self.fill.key(self.friends_key(uid));
-        inv.key(self.shared.version_key(uid)).arg(version).arg(bytes).arg(ttl);
-        let cached: i64 = self.run("friends fill", inv.invoke_async(&mut con)).await?;
+        let bytes: Vec<u8> = items.iter().flat_map(|f| f.to_le_bytes()).collect();
+        let mut inv = self.fill.key(self.shared.list_key(list, uid));
+        inv.key(self.shared.version_key(list, uid)).arg(version).arg(bytes).arg(ttl);
+        let cached: i64 = self.run("list fill", inv.invoke_async(&mut con)).await?;
         if cached == 1 {
-            self.shared.health.friends_fresh(&[uid]);
+            self.shared.health.lists_fresh(list, &[uid]);
         }
         Ok(())
     }
 
     /// Bumps each list's version and drops it (one script per user, one pipeline per
     /// master); when that fails, the lists are remembered as stale and never served here.
-    pub(super) async fn del_friends(&self, uids: &[u64]) -> Result<()> {
+    pub(super) async fn del_lists(&self, list: List, uids: &[u64]) -> Result<()> {
         if uids.is_empty() {
             return Ok(());
         }
         let health = &self.shared.health;
-        match self.run("drop friends", self.shared.drop_friends(uids)).await {
+        match self.run("drop lists", self.shared.drop_lists(list, uids)).await {
             Ok(()) => {
-                health.friends_fresh(uids);
+                health.lists_fresh(list, uids);
                 Ok(())
             }
             Err(e) => {
-                health.friends_stale(uids, self.shared.friends_ttl);
+                health.lists_stale(list, uids, self.shared.friends_ttl);
                 Err(e)
             }
         }
@@ -453,12 +457,12 @@ impl Redis {
 }
 
 impl Shared {
-    fn friends_key(&self, uid: u64) -> String {
-        format!("{}:f:{{{uid}}}", self.prefix)
+    fn list_key(&self, list: List, uid: u64) -> String {
+        format!("{}:{}:{{{uid}}}", self.prefix, list.tag())
     }
 
-    fn version_key(&self, uid: u64) -> String {
-        format!("{}:fv:{{{uid}}}", self.prefix)
+    fn version_key(&self, list: List, uid: u64) -> String {
+        format!("{}:{}v:{{{uid}}}", self.prefix, list.tag())
     }
 
     fn timeline_key(&self, uid: u64) -> String {
@@ -469,14 +473,15 @@ impl Shared {
         self.masters.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Bumps the versions of these users' friend lists and drops the lists.
-    async fn drop_friends(&self, uids: &[u64]) -> RedisResult<()> {
+    /// Bumps the versions of these users' lists of this kind and drops the lists.
+    async fn drop_lists(&self, list: List, uids: &[u64]) -> RedisResult<()> {
         let hash = self.drop_script.get_hash().to_string();
         let ttl = VERSION_TTL.max(self.friends_ttl).as_millis() as u64;
         let cmds = uids.iter().map(|&u| {
             let mut cmd = redis::cmd("EVALSHA");
-            cmd.arg(&hash).arg(2).arg(self.friends_key(u)).arg(self.version_key(u)).arg(ttl);
-            (self.friends_key(u), cmd)
+            let key = self.list_key(list, u);
+            cmd.arg(&hash).arg(2).arg(&key).arg(self.version_key(list, u)).arg(ttl);
+            (key, cmd)
         });
         self.per_master(cmds.collect(), LUA_FRIENDS_DROP).await
     }

@@ -7,6 +7,7 @@ use std::sync::{Arc, PoisonError, Weak};
 use redis::{AsyncCommands, RedisError, RedisResult};
 
 use super::{REPAIR_BATCH, Shared, WATCH_INTERVAL, glob_escape};
+use crate::cache::List;
 use crate::cache::con::{Master, Masters};
 use crate::cache::health::MAX_STALE;
 
@@ -47,10 +48,10 @@ impl Shared {
             let mut still = Vec::new();
             for m in owed {
                 let node = (m.host.clone(), m.port);
-                match s.drop_on(Some(&node), &["t", "f"]).await {
+                match s.drop_on(Some(&node), &["t", "f", "g"]).await {
                     Ok(n) => eprintln!(
-                        "kith feed: redis master {}:{} took slots over; dropped {n} timelines \
-                         and friend lists it may hold stale (rebuilt from the store)",
+                        "kith feed: redis master {}:{} took slots over; dropped {n} timelines, \
+                         friend and followee lists it may hold stale (rebuilt from the store)",
                         m.host, m.port
                     ),
                     Err(e) => {
@@ -67,9 +68,9 @@ impl Shared {
         }
     }
 
-    /// Deletes every key of these kinds (`t` timelines, `f` friend lists) under the prefix
-    /// on one node of a cluster, or on the one Redis, a SCAN page at a time. Returns how
-    /// many.
+    /// Deletes every key of these kinds (`t` timelines, `f` friend lists, `g` followee
+    /// lists) under the prefix on one node of a cluster, or on the one Redis, a SCAN page at
+    /// a time. Returns how many.
     async fn drop_on(&self, node: Option<&(String, u16)>, kinds: &[&str]) -> RedisResult<usize> {
         let mut dropped = 0;
         for kind in kinds {
@@ -134,13 +135,15 @@ impl Shared {
             }
             self.bounded("probe", probe.query_async::<()>(&mut con)).await?;
         }
-        for _ in 0..=MAX_STALE / REPAIR_BATCH {
-            let uids = self.health.some_stale_friends(REPAIR_BATCH);
-            if uids.is_empty() {
-                break;
+        for list in List::ALL {
+            for _ in 0..=MAX_STALE / REPAIR_BATCH {
+                let uids = self.health.some_stale_lists(list, REPAIR_BATCH);
+                if uids.is_empty() {
+                    break;
+                }
+                self.bounded("drop lists", self.drop_lists(list, &uids)).await?;
+                self.health.lists_fresh(list, &uids);
             }
-            self.bounded("drop friends", self.drop_friends(&uids)).await?;
-            self.health.friends_fresh(&uids);
         }
         if !self.masters().is_empty() {
             // Every slot served, as the cluster sees itself.
