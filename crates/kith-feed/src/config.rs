@@ -96,6 +96,14 @@ pub struct FeedConfig {
     pub redis_response_timeout: Duration,
     /// Redis: while it is unavailable, how often it is tried again (default 1 s).
     pub redis_probe_interval: Duration,
+    /// Redis backend: bytes of posts this process keeps copies of in front of Redis
+    /// (posts never change, so a copy is never stale; default 64 MiB, 0 keeps none).
+    pub near_bytes: u64,
+    /// Redis backend: how long this process keeps copies of friend lists for
+    /// `consistency=eventual` reads. Zero (the default) keeps none, and an eventual read
+    /// sees every change acknowledged by any server; otherwise it may miss changes made
+    /// through other servers for this long (this server's own changes drop its copy).
+    pub near_friends_ttl: Duration,
 }
 
 impl Default for FeedConfig {
@@ -118,6 +126,8 @@ impl Default for FeedConfig {
             redis_connect_timeout: Duration::from_secs(1),
             redis_response_timeout: Duration::from_millis(250),
             redis_probe_interval: Duration::from_secs(1),
+            near_bytes: 64 << 20,
+            near_friends_ttl: Duration::ZERO,
         }
     }
 }

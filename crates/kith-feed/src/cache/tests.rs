@@ -5,7 +5,7 @@
 //! layout and markers in Redis, the friend-list versions shared by servers.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::Backend;
 use crate::config::FeedConfig;
@@ -352,5 +352,63 @@ async fn followee_lists_apart_from_friend_lists_and_never_older_than_a_change() 
         let v = this.followees_version(3).await.unwrap();
         this.put_followees(3, &[5], &v).await.unwrap();
         assert_eq!(other.get_followees(3).await.unwrap().as_deref(), Some(&[5][..]), "{name}");
+    }
+}
+
+/// Copies in this process: posts always (they never change), friend lists only when asked
+/// for, and then stale after another server's change for at most their time to live, while
+/// this server's own changes drop its copy at once.
+#[tokio::test]
+async fn near_copies_of_posts_and_of_friend_lists_within_their_bound() {
+    let all = Backends::new("near", TTL).await;
+    let ttl = Duration::from_millis(400);
+    let config = FeedConfig {
+        redis_prefix: all.prefix.clone(),
+        near_friends_ttl: ttl,
+        ..FeedConfig::default()
+    };
+    for target in [super::Target::One(all.server.url()), super::Target::Cluster(&all.cluster_urls)]
+    {
+        let this = Backend::redis_at(target, &config).await.unwrap();
+        let other = Backend::redis_at(target, &config).await.unwrap();
+        // A post read once is served here even once Redis has lost it.
+        this.put_posts(&[post(41)]).await.unwrap();
+        assert_eq!(other.get_posts(&[41]).await.unwrap(), vec![Some(post(41))]);
+        let mut raw = all.raw().await;
+        if let super::Target::One(_) = target {
+            let _: () = redis::cmd("DEL")
+                .arg(format!("{}:p:41", all.prefix))
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert_eq!(other.get_posts(&[41, 42]).await.unwrap(), vec![Some(post(41)), None]);
+        }
+        this.del_posts(&[41]).await.unwrap();
+        // Friend lists: the other server's copy outlives this server's change by at most
+        // the time to live; this server's own reads see its change at once.
+        fill(&this, 9, &[1, 2]).await;
+        assert_eq!(other.get_friends(9).await.unwrap().as_deref(), Some(&[1, 2][..]));
+        assert_eq!(this.get_friends(9).await.unwrap().as_deref(), Some(&[1, 2][..]));
+        let changed = Instant::now();
+        this.del_friends(&[9]).await.unwrap();
+        assert_eq!(this.get_friends(9).await.unwrap(), None);
+        loop {
+            let got = other.get_friends(9).await.unwrap();
+            if got.is_none() {
+                break;
+            }
+            assert!(
+                changed.elapsed() <= ttl,
+                "a copy served {:?} after the change",
+                changed.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Followee lists are never copied: another server's change is seen at once.
+        let v = this.followees_version(9).await.unwrap();
+        this.put_followees(9, &[3], &v).await.unwrap();
+        assert!(other.get_followees(9).await.unwrap().is_some());
+        this.del_followees(9).await.unwrap();
+        assert_eq!(other.get_followees(9).await.unwrap(), None);
     }
 }

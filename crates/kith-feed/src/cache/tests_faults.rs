@@ -12,12 +12,14 @@ use crate::config::FeedConfig;
 use crate::post::Post;
 use crate::testing::RedisServer;
 
-/// The settings the tests run with: the defaults, but probing every 100 ms.
+/// The settings the tests run with: the defaults, but probing every 100 ms, and no copies in
+/// this process (every call goes to Redis).
 fn settings() -> FeedConfig {
     FeedConfig {
         redis_prefix: "kith-fault-test".into(),
         friends_ttl: Duration::from_secs(600),
         redis_probe_interval: Duration::from_millis(100),
+        near_bytes: 0,
         ..FeedConfig::default()
     }
 }

@@ -122,6 +122,16 @@ pub(crate) struct ServeArgs {
     /// Redis: while it is down, how often it is tried again.
     #[arg(long, default_value_t = 1000)]
     redis_probe_interval_ms: u64,
+    /// Redis: MiB of posts kept in this process in front of Redis (posts never change, so a
+    /// copy is never stale); 0 keeps none.
+    #[arg(long, default_value_t = 64)]
+    near_cache_mb: u64,
+    /// Redis: keep copies of friend lists in this process for this long. An eventual read
+    /// then may miss a change made through another server for at most this long (this
+    /// server's own changes drop its copy at once); 0 (the default) keeps none, and eventual
+    /// reads see every change any server acknowledged.
+    #[arg(long, default_value_t = 0)]
+    near_friends_ttl_ms: u64,
 }
 
 fn config(args: &ServeArgs) -> Result<ServerConfig> {
@@ -180,6 +190,8 @@ fn config(args: &ServeArgs) -> Result<ServerConfig> {
             redis_connect_timeout: Duration::from_millis(args.redis_connect_timeout_ms),
             redis_response_timeout: Duration::from_millis(args.redis_response_timeout_ms),
             redis_probe_interval: Duration::from_millis(args.redis_probe_interval_ms),
+            near_bytes: args.near_cache_mb.saturating_mul(1 << 20),
+            near_friends_ttl: Duration::from_millis(args.near_friends_ttl_ms),
             ..FeedConfig::default()
         },
     })

@@ -43,6 +43,7 @@ use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 use super::List;
 use super::con::{Con, Masters, slot};
 
+mod near;
 mod upkeep;
 use super::health::{Health, unavailable};
 use super::lua::{
@@ -90,6 +91,8 @@ struct Shared {
     deadline: Duration,
     probe_interval: Duration,
     health: Health,
+    /// This process's copies of posts and (when asked for) friend lists.
+    near: near::Near,
 }
 
 impl std::fmt::Debug for Redis {
@@ -190,6 +193,7 @@ impl Redis {
             deadline: config.redis_connect_timeout + config.redis_response_timeout,
             probe_interval: config.redis_probe_interval,
             health: Health::default(),
+            near: near::Near::new(config.near_bytes, config.near_friends_ttl),
         });
         if let Target::Cluster(_) = target {
             tokio::spawn(Shared::watch(Arc::downgrade(&shared)));
@@ -265,27 +269,32 @@ impl Redis {
         Ok(got?)
     }
 
-    /// One MGET.
+    /// This process's copies first (posts never change), then one MGET for the rest.
     pub(super) async fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Arc<Post>>>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
+        let near = &self.shared.near;
+        let mut out: Vec<Option<Arc<Post>>> = ids.iter().map(|&id| near.post(id)).collect();
+        let missing: Vec<usize> = (0..ids.len()).filter(|&i| out[i].is_none()).collect();
+        if missing.is_empty() {
+            return Ok(out);
         }
-        let keys: Vec<String> = ids.iter().map(|&id| self.post_key(id)).collect();
+        let keys: Vec<String> = missing.iter().map(|&i| self.post_key(ids[i])).collect();
         let mut con = self.con();
         let got: Vec<Option<Vec<u8>>> =
             self.run("MGET", redis::cmd("MGET").arg(&keys).query_async(&mut con)).await?;
-        got.into_iter()
-            .zip(ids)
-            .map(|(v, &id)| match v {
-                None => Ok(None),
-                Some(b) => {
-                    Ok(Some(Arc::new(Post::decode(&b, || format!("cached post {id} in redis"))?)))
-                }
-            })
-            .collect()
+        let mut found = Vec::new();
+        for (v, &i) in got.into_iter().zip(&missing) {
+            if let Some(b) = v {
+                let id = ids[i];
+                let post = Arc::new(Post::decode(&b, || format!("cached post {id} in redis"))?);
+                found.push(post.clone());
+                out[i] = Some(post);
+            }
+        }
+        near.keep_posts(&found);
+        Ok(out)
     }
 
-    /// One MSET (split by slot on a cluster).
+    /// One MSET (split by slot on a cluster); kept here too.
     pub(super) async fn put_posts(&self, posts: &[Arc<Post>]) -> Result<()> {
         if posts.is_empty() {
             return Ok(());
@@ -295,13 +304,16 @@ impl Redis {
             cmd.arg(self.post_key(p.id)).arg(p.encode());
         }
         let mut con = self.con();
-        self.run("MSET posts", cmd.query_async::<()>(&mut con)).await
+        self.run("MSET posts", cmd.query_async::<()>(&mut con)).await?;
+        self.shared.near.keep_posts(posts);
+        Ok(())
     }
 
     pub(super) async fn del_posts(&self, ids: &[u64]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
+        self.shared.near.forget_posts(ids);
         let keys: Vec<String> = ids.iter().map(|&id| self.post_key(id)).collect();
         let mut con = self.con();
         self.run("DEL posts", con.del::<_, ()>(keys)).await
@@ -312,12 +324,20 @@ impl Redis {
         if self.shared.health.is_list_stale(list, uid) {
             return Ok(None);
         }
+        let near = (list == List::Friends).then_some(&self.shared.near);
+        if let Some(l) = near.and_then(|n| n.friends(uid)) {
+            return Ok(Some(l));
+        }
         let mut con = self.con();
         let key = self.shared.list_key(list, uid);
         let got: Option<Vec<u8>> = self.run("GET list", con.get(key)).await?;
-        Ok(got.map(|b| {
+        let got: Option<Arc<[u64]>> = got.map(|b| {
             b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-        }))
+        });
+        if let (Some(n), Some(l)) = (near, &got) {
+            n.keep_friends(uid, l.clone());
+        }
+        Ok(got)
     }
 
     /// The list's version now, to hand to [`Redis::put_list`] after reading the store.
@@ -354,6 +374,9 @@ impl Redis {
     pub(super) async fn del_lists(&self, list: List, uids: &[u64]) -> Result<()> {
         if uids.is_empty() {
             return Ok(());
+        }
+        if list == List::Friends {
+            self.shared.near.forget_friends(uids);
         }
         let health = &self.shared.health;
         match self.run("drop lists", self.shared.drop_lists(list, uids)).await {
