@@ -47,7 +47,7 @@ enum Command {
     #[command(subcommand)]
     Bench(kith_lab::bench::BenchCommand),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
-    Serve(cmd::serve::ServeArgs),
+    Serve(Box<cmd::serve::ServeArgs>),
     /// Graph analytics: PageRank, hop distances, components, triangles, clustering, k-cores.
     #[command(subcommand)]
     Analyze(cmd::analyze::AnalyzeCommand),
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
         Command::Cluster(c) => cmd::cluster::run(c),
         Command::Experiment(c) => kith_lab::experiment::run(c),
         Command::Bench(c) => kith_lab::bench::run(c),
-        Command::Serve(a) => cmd::serve::run(a),
+        Command::Serve(a) => cmd::serve::run(*a),
         Command::Workload(c) => cmd::workload::run(c),
         Command::Analyze(c) => cmd::analyze::run(c),
         Command::Demo(a) => kith_lab::demo::run(a),

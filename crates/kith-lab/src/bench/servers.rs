@@ -56,6 +56,10 @@ pub struct ServersBenchArgs {
     /// The Redis nodes' port of the cluster started here.
     #[arg(long, default_value_t = 6390)]
     redis_port: u16,
+    /// Friend lists once more per server count with this --near-friends-ttl-ms (copies in
+    /// each server; 0 skips it).
+    #[arg(long, default_value_t = 1000)]
+    near_friends_ttl_ms: u64,
     /// Random seed (graph, posts, clients).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -71,7 +75,7 @@ const OPS: [&str; 3] = ["friends", "feed", "post"];
 /// One operation on one case.
 #[derive(Debug, Serialize)]
 struct Row {
-    /// `embedded` or `cluster`.
+    /// `embedded`, `cluster`, or `cluster-near` (friend lists copied in each server).
     mode: &'static str,
     servers: usize,
     op: &'static str,
@@ -163,8 +167,8 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
     build_kith_store(&graph, &store, a.seed)?;
     let (server, base) = start_server(&store, &serve_args)?;
     let posts = runtime.block_on(seed(&base, &graph, a.posts, a.seed))?;
-    let pid = server.id();
-    measure(&runtime, &a, "embedded", &[base], &[pid], &[], &users, &posts, &mut rows)?;
+    let m = Case { mode: "embedded", urls: &[base], servers: &[server.id()], engines: &[] };
+    measure(&runtime, &a, &m, &OPS, &users, &posts, &mut rows)?;
     drop(server);
 
     let rig = match &a.cluster_dir {
@@ -196,8 +200,22 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
                 posts = runtime.block_on(seed(&urls[0], &graph, a.posts, a.seed))?;
             }
             let pids: Vec<u32> = servers.iter().flatten().map(ChildProcess::id).collect();
-            measure(&runtime, &a, "cluster", &urls, &pids, &engines, &users, &posts, &mut rows)?;
+            let m = Case { mode: "cluster", urls: &urls, servers: &pids, engines: &engines };
+            measure(&runtime, &a, &m, &OPS, &users, &posts, &mut rows)?;
             drop(servers);
+            // Friend lists again with copies in each server (eventual reads may then miss
+            // another server's change for up to the copies' time to live).
+            if a.near_friends_ttl_ms > 0 {
+                let mut near_args = serve_args.clone();
+                near_args
+                    .extend(["--near-friends-ttl-ms".into(), a.near_friends_ttl_ms.to_string()]);
+                let (servers, urls) = rig.servers(&keyspace, n, &prefix, &near_args, None)?;
+                let pids: Vec<u32> = servers.iter().flatten().map(ChildProcess::id).collect();
+                let m =
+                    Case { mode: "cluster-near", urls: &urls, servers: &pids, engines: &engines };
+                measure(&runtime, &a, &m, &["friends"], &users, &posts, &mut rows)?;
+                drop(servers);
+            }
         }
         Ok(())
     })();
@@ -250,10 +268,12 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
              3 Cassandra nodes (RF 3, QUORUM) with caches and timelines on a Redis Cluster of 3 \
              masters with a replica each. {} closed-loop clients spread over the servers, {} s \
              per operation after {} s of warm-up, every user's friend list, feed and every post \
-             read once before. CPU from /proc: the servers' and the engines' (Cassandra JVMs, \
+             read once before; cluster-near: friend lists again with --near-friends-ttl-ms {} \
+             (each server keeps copies; eventual reads may miss another server's change for \
+             that long). CPU from /proc: the servers' and the engines' (Cassandra JVMs, \
              Redis nodes) user + system time over the measured window; the driver's is not \
              counted.",
-            a.users, a.posts, a.clients, a.seconds, a.warmup_s
+            a.users, a.posts, a.clients, a.seconds, a.warmup_s, a.near_friends_ttl_ms
         ),
         "goal": "cluster CPU per cached read <= 2x embedded",
         "rows": rows,
@@ -348,22 +368,29 @@ async fn warm(urls: &[String], users: &[u64], posts: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// What one case runs on.
+struct Case<'a> {
+    mode: &'static str,
+    urls: &'a [String],
+    /// The servers' process ids, and the engines' under them.
+    servers: &'a [u32],
+    engines: &'a [u32],
+}
+
 /// Warms the caches, then measures each operation alone with the servers' and engines' CPU.
-#[allow(clippy::too_many_arguments)]
 fn measure(
     runtime: &tokio::runtime::Runtime,
     a: &ServersBenchArgs,
-    mode: &'static str,
-    urls: &[String],
-    servers: &[u32],
-    engines: &[u32],
+    case: &Case<'_>,
+    ops: &[&'static str],
     users: &[u64],
     posts: &[u64],
     rows: &mut Vec<Row>,
 ) -> Result<()> {
+    let Case { mode, urls, servers, engines } = *case;
     eprintln!("bench servers: {mode}, {} server(s): warming the caches", urls.len());
     runtime.block_on(warm(urls, users, posts))?;
-    for op in OPS {
+    for &op in ops {
         let source = Arc::new(Reads { op, users: users.to_vec(), posts: posts.to_vec() });
         let config = RunConfig {
             targets: urls.to_vec(),
@@ -431,7 +458,7 @@ fn charts(out: &Path, rows: &[Row]) -> Result<()> {
     let series = |f: &dyn Fn(&Row) -> f64| -> Vec<Series> {
         let mut all = Vec::new();
         for op in OPS {
-            for mode in ["cluster", "embedded"] {
+            for mode in ["cluster", "cluster-near", "embedded"] {
                 let points: Vec<(f64, f64)> = rows
                     .iter()
                     .filter(|r| r.op == op && r.mode == mode)
