@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{feed_contents, open_feed, runtime, small_store};
+use common::{feed_contents, open_feed, prefix, runtime, small_store};
+use kith_feed::testing::RedisServer;
 use kith_feed::{Error, FeedConfig, Strategy};
 
 #[test]
@@ -23,6 +24,45 @@ fn a_feed_read_over_the_followee_budget_is_too_expensive() {
         matches!(over, Err(Error::TooExpensive { limit: 3, .. })),
         "four followees, budget three: {over:?}"
     );
+    rt.block_on(feed.shutdown()).unwrap();
+}
+
+/// On Redis the followee list a feed read takes is cached, cut at the filler's budget + 1:
+/// the budget holds on a cached list too, a follow drops it, and a server with a larger
+/// budget does not take a list cut shorter than its own cut (it would miss followees).
+#[test]
+fn the_budget_holds_on_cached_followee_lists_of_any_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 8);
+    let redis = RedisServer::start();
+    let with = |budget| FeedConfig {
+        max_followees_per_read: budget,
+        redis: Some(redis.url().to_string()),
+        redis_prefix: prefix("budget"),
+        ..Default::default()
+    };
+    let small = with(3);
+    let large = FeedConfig { max_followees_per_read: 10, ..small.clone() };
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, small);
+    rt.block_on(feed.follow(0, vec![1, 2, 3])).unwrap();
+    rt.block_on(feed.post(3, "three".into())).unwrap();
+    rt.block_on(feed.post(5, "five".into())).unwrap();
+    assert_eq!(feed_contents(&rt, &feed, 0), ["three"], "at the budget");
+    assert_eq!(feed_contents(&rt, &feed, 0), ["three"], "at the budget, cached");
+    rt.block_on(feed.follow(0, vec![4, 5])).unwrap();
+    for _ in 0..2 {
+        let over = rt.block_on(feed.feed(0, None, 10));
+        assert!(matches!(over, Err(Error::TooExpensive { limit: 3, .. })), "{over:?}");
+    }
+    rt.block_on(feed.shutdown()).unwrap();
+    drop(feed);
+    // The list cached above is cut at four; a budget of ten reads all five followees.
+    let feed = open_feed(&rt, &store, large);
+    assert_eq!(feed_contents(&rt, &feed, 0), ["five", "three"]);
+    assert_eq!(feed_contents(&rt, &feed, 0), ["five", "three"], "cached whole");
+    rt.block_on(feed.unfollow(0, 5)).unwrap();
+    assert_eq!(feed_contents(&rt, &feed, 0), ["three"], "an unfollow drops the list");
     rt.block_on(feed.shutdown()).unwrap();
 }
 

@@ -30,12 +30,15 @@ impl Feed {
         self.require_users(all).await?;
         let engine = self.engine.clone();
         let t = targets.clone();
-        blocking(move || match record {
+        let stored = blocking(move || match record {
             Some(r) => engine.follow_recorded(uid, &t, &r),
             None => engine.follow(uid, &t),
         })
-        .await?;
+        .await;
+        // Whatever the store answered: a write that failed after its batch applied, or one
+        // found done already, may have changed the list all the same.
         self.invalidate_followees(uid).await;
+        stored?;
         self.backfill(uid, &targets).await
     }
 
@@ -80,12 +83,13 @@ impl Feed {
         // unfollow, a pending re-push of its recent posts, redone at open after a crash.
         let t = self.config.celebrity_threshold;
         let repush_at = (self.config.strategy == Strategy::Hybrid).then_some(t);
-        let (before, after) = blocking(move || match record {
+        let stored = blocking(move || match record {
             Some(r) => engine.unfollow_recorded(uid, target, repush_at, &r),
             None => engine.unfollow(uid, target, repush_at),
         })
-        .await?;
+        .await;
         self.invalidate_followees(uid).await;
+        let (before, after) = stored?;
         if self.config.strategy != Strategy::Pull {
             let ids = self.author_recent(target).await?;
             // The unfollow is stored: feed reads drop posts of authors no longer followed, so

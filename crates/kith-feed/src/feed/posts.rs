@@ -448,9 +448,19 @@ impl Feed {
     /// store in one trip to the blocking pool, then cached unless a change raced the fill.
     async fn followees_for_feed(&self, uid: u64) -> Result<Vec<u64>> {
         let cached = self.config.cache != CacheMode::None;
+        // The list is cut at the reader's budget + 1; the cache holds the cut it was filled
+        // with first, then the list.
+        let cap = self.config.max_followees_per_read.saturating_add(1);
         if cached {
             match self.backend.get_followees(uid).await {
-                Ok(Some(list)) => return Ok(list.to_vec()),
+                Ok(Some(list)) => {
+                    if let Some((&filled_cap, ids)) = list.split_first() {
+                        // Whole, or cut no shorter than this server's own cut.
+                        if (ids.len() as u64) < filled_cap || filled_cap >= cap as u64 {
+                            return Ok(ids.to_vec());
+                        }
+                    }
+                }
                 Ok(None) => {}
                 Err(e) => self.backend.carried_on("reading a cached followee list", &e),
             }
@@ -462,30 +472,30 @@ impl Feed {
             false => None,
         };
         let engine = self.engine.clone();
-        let budget = self.config.max_followees_per_read;
         let followees = blocking(move || {
             if !engine.contains(uid)? {
                 return Err(kith_store::Error::UnknownUser(uid));
             }
-            engine.followees(uid, 0, budget.saturating_add(1))
+            engine.followees(uid, 0, cap)
         })
         .await?;
+        let entry: Vec<u64> =
+            std::iter::once(cap as u64).chain(followees.iter().copied()).collect();
         if let Some(version) = version
-            && let Err(e) = self.backend.put_followees(uid, &followees, &version).await
+            && let Err(e) = self.backend.put_followees(uid, &entry, &version).await
         {
             self.backend.carried_on("caching a followee list", &e);
         }
         Ok(followees)
     }
 
-    /// Drops the user's cached followee list after a follow or unfollow is stored, before
-    /// it is acknowledged. A failure is counted and reported, not returned: the change is
-    /// in the store, this server no longer serves the list, and other servers' copies
-    /// expire within the lists' time to live.
+    /// Drops the user's cached followee list after a follow or unfollow reached the store,
+    /// before it is answered; on a cluster, a replica confirms the drop. A failure is
+    /// counted and reported, not returned: the change is in the store, this server no
+    /// longer serves the list, and other servers may serve it until it expires (the lists'
+    /// time to live, `--friends-ttl-s`).
     pub(super) async fn invalidate_followees(&self, uid: u64) {
-        if self.config.cache == CacheMode::None {
-            return;
-        }
+        // With `--cache none` too: other servers sharing the Redis may cache the list.
         if let Err(e) = self.backend.del_followees(uid).await {
             self.metrics.cache_errors.inc();
             self.backend.carried_on("dropping a cached followee list", &e);

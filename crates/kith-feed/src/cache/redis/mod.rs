@@ -115,6 +115,9 @@ pub(super) const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 /// compares against a version that expired and came back.
 const VERSION_TTL: Duration = Duration::from_secs(600);
 
+/// How long a list's drop waits for a replica to confirm it.
+const DROP_WAIT_MS: u64 = 200;
+
 /// Keys deleted per command when Redis is back.
 const REPAIR_BATCH: usize = 1000;
 
@@ -328,6 +331,7 @@ impl Redis {
         if let Some(l) = near.and_then(|n| n.friends(uid)) {
             return Ok(Some(l));
         }
+        let drops = self.shared.near.drops();
         let mut con = self.con();
         let key = self.shared.list_key(list, uid);
         let got: Option<Vec<u8>> = self.run("GET list", con.get(key)).await?;
@@ -335,7 +339,7 @@ impl Redis {
             b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
         });
         if let (Some(n), Some(l)) = (near, &got) {
-            n.keep_friends(uid, l.clone());
+            n.keep_friends(uid, l.clone(), drops);
         }
         Ok(got)
     }
@@ -506,7 +510,56 @@ impl Shared {
             cmd.arg(&hash).arg(2).arg(&key).arg(self.version_key(list, u)).arg(ttl);
             (key, cmd)
         });
-        self.per_master(cmds.collect(), LUA_FRIENDS_DROP).await
+        let cmds: Vec<(String, Cmd)> = cmds.collect();
+        match self.drops_confirmed(&cmds).await {
+            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                self.load_everywhere(LUA_FRIENDS_DROP).await?;
+                self.drops_confirmed(&cmds).await
+            }
+            other => other,
+        }
+    }
+
+    /// Sends drops as one pipeline per master, each ending, on a master with a replica,
+    /// with a `WAIT` for one replica (on the connection write-back waits on, so nothing
+    /// else queues behind it): a drop a replica has not confirmed could vanish in a
+    /// failover, and a list an acknowledged change dropped come back. An unconfirmed drop
+    /// is an error, so the caller treats the list as stale.
+    async fn drops_confirmed(&self, cmds: &[(String, Cmd)]) -> RedisResult<()> {
+        let masters = self.masters();
+        let mut groups: HashMap<String, (u16, redis::Pipeline, bool)> = HashMap::new();
+        for (key, cmd) in cmds {
+            let s = slot(key.as_bytes());
+            let master = masters.of(s);
+            let node = master.map_or_else(String::new, |m| m.id.clone());
+            let replicated = master.is_some_and(|m| m.replicas > 0);
+            let (_, pipe, _) = groups.entry(node).or_insert_with(|| (s, redis::pipe(), replicated));
+            pipe.add_command(cmd.clone()).ignore();
+        }
+        let sends = groups.into_values().map(|(s, mut pipe, replicated)| {
+            let mut con = if replicated { self.waiting.clone() } else { self.con.clone() };
+            async move {
+                if !replicated {
+                    return con.pipeline_to(s, &pipe).await;
+                }
+                pipe.cmd("WAIT").arg(1).arg(DROP_WAIT_MS);
+                let replies = con.pipeline_values_to(s, &pipe).await?;
+                match replies.last() {
+                    Some(redis::Value::Int(n)) if *n >= 1 => Ok(()),
+                    // Not an outage (the circuit stays closed): this list is stale here.
+                    _ => Err(RedisError::from((
+                        redis::ErrorKind::ResponseError,
+                        "drop not confirmed",
+                        format!("no replica confirmed it within {DROP_WAIT_MS} ms"),
+                    ))),
+                }
+            }
+        });
+        let got = try_join_all(sends).await.map(drop);
+        if got.is_err() && !masters.is_empty() {
+            self.refresh().await;
+        }
+        got
     }
 
     /// Sends script calls (each with the key that places it) as one pipeline per master

@@ -5,6 +5,7 @@
 //! lists and timelines are never copied: feed reads must see every change at once.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::post::Post;
@@ -17,6 +18,9 @@ const OVERHEAD: u32 = 64;
 pub(super) struct Near {
     posts: Option<moka::sync::Cache<u64, Arc<Post>>>,
     friends: Option<moka::sync::Cache<u64, Arc<[u64]>>>,
+    /// Bumped by every change's drop: a list read from Redis is kept only if no drop ran
+    /// since the read began, so a read that raced this server's own change keeps nothing.
+    drops: AtomicU64,
 }
 
 impl Near {
@@ -36,7 +40,7 @@ impl Near {
                 .time_to_live(friends_ttl)
                 .build()
         });
-        Near { posts, friends }
+        Near { posts, friends, drops: AtomicU64::new(0) }
     }
 
     pub(super) fn post(&self, id: u64) -> Option<Arc<Post>> {
@@ -63,13 +67,25 @@ impl Near {
         self.friends.as_ref()?.get(&uid)
     }
 
-    pub(super) fn keep_friends(&self, uid: u64, list: Arc<[u64]>) {
+    /// Where the drops stand, to hand to [`Near::keep_friends`] after reading Redis.
+    pub(super) fn drops(&self) -> u64 {
+        self.drops.load(Ordering::Acquire)
+    }
+
+    /// Keeps a list read from Redis, unless a drop ran since `drops` was read.
+    pub(super) fn keep_friends(&self, uid: u64, list: Arc<[u64]>, drops: u64) {
         if let Some(c) = &self.friends {
             c.insert(uid, list);
+            // Checked after the insert: a drop that raced it either ran before this check
+            // (and the entry goes), or after the insert (and removed it itself).
+            if self.drops.load(Ordering::Acquire) != drops {
+                c.invalidate(&uid);
+            }
         }
     }
 
     pub(super) fn forget_friends(&self, uids: &[u64]) {
+        self.drops.fetch_add(1, Ordering::AcqRel);
         if let Some(c) = &self.friends {
             for u in uids {
                 c.invalidate(u);
