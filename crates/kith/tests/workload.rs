@@ -206,11 +206,46 @@ fn service_experiments_write_their_tables() {
     ok(&args);
     let csv = std::fs::read_to_string(out.join("twibo.csv")).unwrap();
     assert_eq!(csv.lines().count(), 6, "{csv}");
-    for line in csv.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        assert!(f[3].parse::<f64>().unwrap() > 0.0 && f[9] == "0", "{line}");
-    }
+    let columns: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = |name: &str| columns.iter().position(|c| *c == name).unwrap();
+    let rows_ok = |csv: &str, servers: &str| {
+        for line in csv.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            assert!(f[at("throughput")].parse::<f64>().unwrap() > 0.0, "{line}");
+            assert_eq!((f[at("errors")], f[at("servers")]), ("0", servers), "{line}");
+        }
+    };
+    rows_ok(&csv, "1");
     assert!(out.join("twibo-in-process.png").is_file() && out.join("twibo-peaks.csv").is_file());
+    // The cluster backend, with two servers sharing each run's keyspace and Redis Cluster,
+    // on the test command's cluster.
+    if let Ok(cluster) = std::env::var("KITH_TEST_CLUSTER_DIR") {
+        let cluster_out = dir.path().join("cluster-out");
+        let mut args = vec![
+            "experiment",
+            "twibo",
+            "--graph",
+            p(&graph),
+            "--out",
+            p(&cluster_out),
+            "--clients",
+            "4",
+            "--preload",
+            "100",
+            "--backends",
+            "cluster",
+            "--servers",
+            "2",
+            "--cluster-dir",
+            &cluster,
+        ];
+        args.extend(short);
+        ok(&args);
+        let csv = std::fs::read_to_string(cluster_out.join("twibo.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 6, "{csv}");
+        rows_ok(&csv, "2");
+        assert!(cluster_out.join("twibo-cluster-2.png").is_file());
+    }
     let mut args = vec![
         "experiment",
         "twibo-cache",
