@@ -40,9 +40,9 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
-use super::List;
 use super::con::{Con, Masters, slot};
 
+mod lists;
 mod near;
 mod upkeep;
 use super::health::{Health, unavailable};
@@ -115,8 +115,8 @@ pub(super) const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 /// compares against a version that expired and came back.
 const VERSION_TTL: Duration = Duration::from_secs(600);
 
-/// How long a list's drop waits for a replica to confirm it.
-const DROP_WAIT_MS: u64 = 200;
+/// How long a confirmed pipeline (a list's drop) waits for a replica.
+const CONFIRM_WAIT_MS: u64 = 200;
 
 /// Keys deleted per command when Redis is back.
 const REPAIR_BATCH: usize = 1000;
@@ -322,79 +322,6 @@ impl Redis {
         self.run("DEL posts", con.del::<_, ()>(keys)).await
     }
 
-    /// A miss, without asking Redis, for a list whose invalidation failed.
-    pub(super) async fn get_list(&self, list: List, uid: u64) -> Result<Option<Arc<[u64]>>> {
-        if self.shared.health.is_list_stale(list, uid) {
-            return Ok(None);
-        }
-        let near = (list == List::Friends).then_some(&self.shared.near);
-        if let Some(l) = near.and_then(|n| n.friends(uid)) {
-            return Ok(Some(l));
-        }
-        let drops = self.shared.near.drops();
-        let mut con = self.con();
-        let key = self.shared.list_key(list, uid);
-        let got: Option<Vec<u8>> = self.run("GET list", con.get(key)).await?;
-        let got: Option<Arc<[u64]>> = got.map(|b| {
-            b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-        });
-        if let (Some(n), Some(l)) = (near, &got) {
-            n.keep_friends(uid, l.clone(), drops);
-        }
-        Ok(got)
-    }
-
-    /// The list's version now, to hand to [`Redis::put_list`] after reading the store.
-    pub(super) async fn list_version(&self, list: List, uid: u64) -> Result<String> {
-        let mut con = self.con();
-        let key = self.shared.version_key(list, uid);
-        let got: Option<String> = self.run("GET list version", con.get(key)).await?;
-        Ok(got.unwrap_or_default())
-    }
-
-    /// Caches the list (with PX, at least one millisecond: zero would be refused) unless a
-    /// change bumped its version since `version` was read. The list replaces any stale one.
-    pub(super) async fn put_list(
-        &self,
-        list: List,
-        uid: u64,
-        items: &[u64],
-        version: &str,
-    ) -> Result<()> {
-        let mut con = self.con();
-        let ttl = self.shared.friends_ttl.as_millis().max(1) as u64;
-        let bytes: Vec<u8> = items.iter().flat_map(|f| f.to_le_bytes()).collect();
-        let mut inv = self.fill.key(self.shared.list_key(list, uid));
-        inv.key(self.shared.version_key(list, uid)).arg(version).arg(bytes).arg(ttl);
-        let cached: i64 = self.run("list fill", inv.invoke_async(&mut con)).await?;
-        if cached == 1 {
-            self.shared.health.lists_fresh(list, &[uid]);
-        }
-        Ok(())
-    }
-
-    /// Bumps each list's version and drops it (one script per user, one pipeline per
-    /// master); when that fails, the lists are remembered as stale and never served here.
-    pub(super) async fn del_lists(&self, list: List, uids: &[u64]) -> Result<()> {
-        if uids.is_empty() {
-            return Ok(());
-        }
-        if list == List::Friends {
-            self.shared.near.forget_friends(uids);
-        }
-        let health = &self.shared.health;
-        match self.run("drop lists", self.shared.drop_lists(list, uids)).await {
-            Ok(()) => {
-                health.lists_fresh(list, uids);
-                Ok(())
-            }
-            Err(e) => {
-                health.lists_stale(list, uids, self.shared.friends_ttl);
-                Err(e)
-            }
-        }
-    }
-
     /// `before` past 2^53 (no post id is that large) reads from the newest. A timeline
     /// that missed a push is a miss.
     pub(super) async fn timeline_read(
@@ -467,7 +394,7 @@ impl Redis {
                 }
                 (key, cmd)
             });
-            self.shared.per_master(cmds.collect(), LUA_ADD).await?;
+            self.shared.per_master(cmds.collect(), LUA_ADD, false).await?;
         }
         Ok(())
     }
@@ -484,14 +411,6 @@ impl Redis {
 }
 
 impl Shared {
-    fn list_key(&self, list: List, uid: u64) -> String {
-        format!("{}:{}:{{{uid}}}", self.prefix, list.tag())
-    }
-
-    fn version_key(&self, list: List, uid: u64) -> String {
-        format!("{}:{}v:{{{uid}}}", self.prefix, list.tag())
-    }
-
     fn timeline_key(&self, uid: u64) -> String {
         format!("{}:t:{{{uid}}}", self.prefix)
     }
@@ -500,95 +419,61 @@ impl Shared {
         self.masters.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Bumps the versions of these users' lists of this kind and drops the lists.
-    async fn drop_lists(&self, list: List, uids: &[u64]) -> RedisResult<()> {
-        let hash = self.drop_script.get_hash().to_string();
-        let ttl = VERSION_TTL.max(self.friends_ttl).as_millis() as u64;
-        let cmds = uids.iter().map(|&u| {
-            let mut cmd = redis::cmd("EVALSHA");
-            let key = self.list_key(list, u);
-            cmd.arg(&hash).arg(2).arg(&key).arg(self.version_key(list, u)).arg(ttl);
-            (key, cmd)
-        });
-        let cmds: Vec<(String, Cmd)> = cmds.collect();
-        match self.drops_confirmed(&cmds).await {
+    /// Sends script calls (each with the key that places it) as one pipeline per master
+    /// (on one Redis, one pipeline), all masters at once. A Redis that does not know the
+    /// script yet (NOSCRIPT: new, restarted, or a replica just promoted) gets it loaded on
+    /// every master and the calls again.
+    ///
+    /// With `confirm`, each pipeline to a master with a replica ends with a `WAIT` for one
+    /// replica (on the connection write-back waits on, so nothing else queues behind it),
+    /// and a pipeline no replica confirmed in time is an error: what a replica has not
+    /// confirmed could vanish in a failover.
+    async fn per_master(
+        &self,
+        cmds: Vec<(String, Cmd)>,
+        script: &str,
+        confirm: bool,
+    ) -> RedisResult<()> {
+        match self.per_master_once(&cmds, confirm).await {
             Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                self.load_everywhere(LUA_FRIENDS_DROP).await?;
-                self.drops_confirmed(&cmds).await
+                self.load_everywhere(script).await?;
+                self.per_master_once(&cmds, confirm).await
             }
             other => other,
         }
     }
 
-    /// Sends drops as one pipeline per master, each ending, on a master with a replica,
-    /// with a `WAIT` for one replica (on the connection write-back waits on, so nothing
-    /// else queues behind it): a drop a replica has not confirmed could vanish in a
-    /// failover, and a list an acknowledged change dropped come back. An unconfirmed drop
-    /// is an error, so the caller treats the list as stale.
-    async fn drops_confirmed(&self, cmds: &[(String, Cmd)]) -> RedisResult<()> {
+    async fn per_master_once(&self, cmds: &[(String, Cmd)], confirm: bool) -> RedisResult<()> {
         let masters = self.masters();
+        // Grouped by master, each group under the slot of its first key, with whether it
+        // waits for a replica.
         let mut groups: HashMap<String, (u16, redis::Pipeline, bool)> = HashMap::new();
         for (key, cmd) in cmds {
             let s = slot(key.as_bytes());
             let master = masters.of(s);
             let node = master.map_or_else(String::new, |m| m.id.clone());
-            let replicated = master.is_some_and(|m| m.replicas > 0);
-            let (_, pipe, _) = groups.entry(node).or_insert_with(|| (s, redis::pipe(), replicated));
+            let wait = confirm && master.is_some_and(|m| m.replicas > 0);
+            let (_, pipe, _) = groups.entry(node).or_insert_with(|| (s, redis::pipe(), wait));
             pipe.add_command(cmd.clone()).ignore();
         }
-        let sends = groups.into_values().map(|(s, mut pipe, replicated)| {
-            let mut con = if replicated { self.waiting.clone() } else { self.con.clone() };
+        let sends = groups.into_values().map(|(s, mut pipe, wait)| {
+            let mut con = if wait { self.waiting.clone() } else { self.con.clone() };
             async move {
-                if !replicated {
+                if !wait {
                     return con.pipeline_to(s, &pipe).await;
                 }
-                pipe.cmd("WAIT").arg(1).arg(DROP_WAIT_MS);
-                let replies = con.pipeline_values_to(s, &pipe).await?;
-                match replies.last() {
+                pipe.cmd("WAIT").arg(1).arg(CONFIRM_WAIT_MS);
+                match con.pipeline_values_to(s, &pipe).await?.last() {
                     Some(redis::Value::Int(n)) if *n >= 1 => Ok(()),
-                    // Not an outage (the circuit stays closed): this list is stale here.
+                    // Not an outage (the circuit stays closed): the caller's entries are
+                    // stale here.
                     _ => Err(RedisError::from((
                         redis::ErrorKind::ResponseError,
-                        "drop not confirmed",
-                        format!("no replica confirmed it within {DROP_WAIT_MS} ms"),
+                        "not confirmed",
+                        format!("no replica confirmed it within {CONFIRM_WAIT_MS} ms"),
                     ))),
                 }
             }
-        });
-        let got = try_join_all(sends).await.map(drop);
-        if got.is_err() && !masters.is_empty() {
-            self.refresh().await;
-        }
-        got
-    }
-
-    /// Sends script calls (each with the key that places it) as one pipeline per master
-    /// (on one Redis, one pipeline), all masters at once. A Redis that does not know the
-    /// script yet (NOSCRIPT: new, restarted, or a replica just promoted) gets it loaded on
-    /// every master and the calls again.
-    async fn per_master(&self, cmds: Vec<(String, Cmd)>, script: &str) -> RedisResult<()> {
-        match self.per_master_once(&cmds).await {
-            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                self.load_everywhere(script).await?;
-                self.per_master_once(&cmds).await
-            }
-            other => other,
-        }
-    }
-
-    async fn per_master_once(&self, cmds: &[(String, Cmd)]) -> RedisResult<()> {
-        let masters = self.masters();
-        // Grouped by master, each group under the slot of its first key.
-        let mut groups: HashMap<String, (u16, redis::Pipeline)> = HashMap::new();
-        for (key, cmd) in cmds {
-            let s = slot(key.as_bytes());
-            let node = masters.of(s).map_or_else(String::new, |m| m.id.clone());
-            let (_, pipe) = groups.entry(node).or_insert_with(|| (s, redis::pipe()));
-            pipe.add_command(cmd.clone()).ignore();
-        }
-        let sends = groups.into_values().map(|(s, pipe)| {
-            let mut con = self.con.clone();
-            async move { con.pipeline_to(s, &pipe).await }
         });
         let got = try_join_all(sends).await.map(drop);
         if got.is_err() && !masters.is_empty() {
