@@ -41,13 +41,14 @@ pub use mutual::{
     people_you_may_know_sequential,
 };
 pub use pagerank::{
-    Formulation, PageRankConfig, next_rank, pagerank, pagerank_sequential, sum_contributions,
+    Formulation, PageRankConfig, Precision, next_rank, pagerank, pagerank_sequential,
+    pagerank_vertex_program, sum_contributions,
 };
 pub use sssp::{
     UNREACHABLE, next_distance, next_hops, sssp, sssp_sequential, sssp_weighted,
     sssp_weighted_sequential,
 };
-pub use triangles::{triangles, triangles_sequential, triangles_vertex_program};
+pub use triangles::{triangle_count, triangles, triangles_sequential, triangles_vertex_program};
 pub use weights::read_weights;
 
 #[cfg(test)]

@@ -36,6 +36,16 @@ fn programs_match_their_verifiers() {
             let want = pagerank_sequential(&ig, config, stats.steps);
             let l1: f64 = pr.iter().zip(&want).map(|(a, b)| (a - b).abs()).sum();
             assert!(l1 < 1e-9, "{formulation:?} directed {directed}: {l1}");
+            let (engine, engine_stats, _) = pagerank_vertex_program(&ig, config);
+            assert_eq!(engine_stats.steps, stats.steps);
+            let l1: f64 = pr.iter().zip(&engine).map(|(a, b)| (a - b).abs()).sum();
+            assert!(l1 < 1e-12, "fused against the engine, {formulation:?}: {l1}");
+            // f32 contributions: within their rounding of the exact ranks.
+            let f32_config = PageRankConfig { precision: Precision::F32, ..config };
+            let (pr32, _, _) = pagerank(&ig, f32_config);
+            let l1: f64 = pr32.iter().zip(&want).map(|(a, b)| (a - b).abs()).sum();
+            let scale: f64 = want.iter().sum();
+            assert!(l1 > 0.0 && l1 < 1e-6 * scale, "f32, {formulation:?}: {l1} of {scale}");
             if formulation == Formulation::Normalized {
                 assert!((pr.iter().sum::<f64>() - 1.0).abs() < 1e-9);
             }
@@ -60,6 +70,7 @@ fn programs_match_their_verifiers() {
             assert_eq!(labels, components_union_find(&ig));
             let (per, total) = triangles(&ig);
             assert_eq!(per, triangles_sequential(&ig));
+            assert_eq!(triangle_count(&ig), total);
             assert_eq!(per, triangles_vertex_program(&ig).0);
             let (mf, _) = mutual_friends(&ig);
             assert_eq!(mf, mutual_friends_sequential(&ig));
@@ -106,4 +117,14 @@ fn tolerance_stops_early_and_threads_agree() {
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let (b, _, _) = one.install(|| pagerank(&ig, config));
     assert_eq!(a, b);
+    // A graph of many chunks: the same ranks, bit for bit, on 1 and 3 threads.
+    let ig = InGraph::new(&random_graph(40_000, 400_000, true, 10));
+    let config = PageRankConfig::default();
+    let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    let (a, _, _) = one.install(|| pagerank(&ig, config));
+    let (b, _, _) = three.install(|| pagerank(&ig, config));
+    assert_eq!(a, b);
+    let (per, total) =
+        three.install(|| triangles(&InGraph::new(&random_graph(40_000, 400_000, false, 11))));
+    assert_eq!(per.iter().sum::<u64>(), 3 * total);
 }

@@ -1,9 +1,11 @@
-//! `kith bench analytics`: PageRank, triangles and connected components on soc-Slashdot0902
-//! and on R-MAT and LFR graphs of LiveJournal scale, on 1 and 2 threads, beside networkx,
-//! python-igraph and NetworKit on the same graphs in the same run (as ratios); the effect of
-//! `--order` (kith layout, input order, random); and the MapReduce jobs' per-phase table
-//! beside the vertex programs.
+//! `kith bench analytics`: PageRank, triangles and connected components on soc-Slashdot0902,
+//! GAPBS's Kronecker graph (scale 20) and R-MAT and LFR graphs of LiveJournal scale, on 1
+//! and 2 threads, beside GAPBS's reference build (`gapbs.rs`), networkx, python-igraph and
+//! NetworKit on the same graphs in the same run (as ratios); the effect of `--order` (kith
+//! layout, input order, random); and the MapReduce jobs' per-phase table beside the vertex
+//! programs.
 
+mod gapbs;
 mod mapreduce;
 mod plot;
 
@@ -39,9 +41,21 @@ pub struct AnalyticsBenchArgs {
     /// Thread counts to run kith (and NetworKit) with.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     threads: Vec<usize>,
-    /// Python libraries to compare with (`none` for none); each runs in its own process.
-    #[arg(long, value_delimiter = ',', default_value = "networkx,igraph,networkit")]
+    /// The graphs: soc-Slashdot0902, GAPBS's Kronecker graph of scale 20 (`kron20`), and
+    /// the generated R-MAT and LFR graphs.
+    #[arg(long, value_delimiter = ',', default_value = "slashdot,kron20,rmat,lfr")]
+    graphs: Vec<String>,
+    /// Peers to compare with (`none` for none): GAPBS's reference build, and Python
+    /// libraries (each in its own process).
+    #[arg(long, value_delimiter = ',', default_value = "gapbs,networkx,igraph,networkit")]
     baselines: Vec<String>,
+    /// GAPBS's sources (default: peers/gapbs beside the datasets directory); built with its
+    /// own Makefile into ~/.cache/kith/gapbs.
+    #[arg(long)]
+    gapbs: Option<PathBuf>,
+    /// Timed runs of each kernel against GAPBS, on each side (medians are compared).
+    #[arg(long, default_value_t = 5)]
+    trials: usize,
     /// networkx only runs on graphs with at most this many edges.
     #[arg(long, default_value_t = 2_000_000)]
     networkx_max_edges: u64,
@@ -87,26 +101,43 @@ pub(super) fn run(args: AnalyticsBenchArgs) -> Result<()> {
         return plot::plots(&report, path);
     }
     ensure!(args.threads.iter().all(|&t| t >= 1), "--threads must be at least 1");
-    let baselines: Vec<String> =
+    ensure!(args.trials >= 1, "--trials must be at least 1");
+    let mut baselines: Vec<String> =
         args.baselines.iter().filter(|b| !b.is_empty() && *b != "none").cloned().collect();
     for b in &baselines {
         ensure!(
-            ["networkx", "igraph", "networkit"].contains(&b.as_str()),
-            "unknown baseline {b:?}; expected networkx, igraph, networkit or none"
+            ["gapbs", "networkx", "igraph", "networkit"].contains(&b.as_str()),
+            "unknown baseline {b:?}; expected gapbs, networkx, igraph, networkit or none"
+        );
+    }
+    for g in &args.graphs {
+        ensure!(
+            ["slashdot", "kron20", "rmat", "lfr"].contains(&g.as_str()),
+            "unknown graph {g:?}; expected slashdot, kron20, rmat or lfr"
         );
     }
     let script = baseline_script()?;
     let datasets = args.datasets.clone().unwrap_or_else(datasets_dir);
     let stages = spinner("");
+    let with_gapbs = baselines.iter().any(|b| b == "gapbs");
+    let gapbs = if with_gapbs || args.graphs.iter().any(|g| g == "kron20") {
+        stages.set_message("building GAPBS");
+        let source = args.gapbs.clone().unwrap_or_else(|| datasets.join("../peers/gapbs"));
+        Some(gapbs::Gapbs::build(&source)?)
+    } else {
+        None
+    };
+    baselines.retain(|b| b != "gapbs");
     let mut graphs = Vec::new();
-    for which in ["slashdot", "rmat", "lfr"] {
+    for which in &args.graphs {
         stages.set_message(format!("{which}: loading or generating"));
-        let case = make_case(which, &datasets, &args)?;
-        graphs.push(measure_case(&case, &args, &baselines, &script, &stages)?);
+        let case = make_case(which, &datasets, gapbs.as_ref(), &args)?;
+        let peer = gapbs.as_ref().filter(|_| with_gapbs);
+        graphs.push(measure_case(&case, &args, &baselines, peer, &script, &stages)?);
     }
     let mut mapreduce = Vec::new();
     let mr_threads = args.threads.iter().copied().max().unwrap_or(1);
-    for name in &args.mr_datasets {
+    for name in args.mr_datasets.iter().filter(|n| !n.is_empty() && *n != "none") {
         stages.set_message(format!("MapReduce jobs on {name}"));
         mapreduce.extend(mapreduce::table(
             &datasets.join(name),
@@ -143,8 +174,21 @@ fn baseline_script() -> Result<PathBuf> {
     if path.is_file() { Ok(path) } else { bail!("{} is missing", path.display()) }
 }
 
-fn make_case(which: &str, datasets: &Path, args: &AnalyticsBenchArgs) -> Result<Case> {
+fn make_case(
+    which: &str,
+    datasets: &Path,
+    gapbs: Option<&gapbs::Gapbs>,
+    args: &AnalyticsBenchArgs,
+) -> Result<Case> {
     Ok(match which {
+        "kron20" => {
+            let gapbs = gapbs.context("the kron20 graph is GAPBS's: --gapbs must build")?;
+            let path = gapbs.kronecker(20, 16)?;
+            let config = LoadConfig { progress: true, ..Default::default() };
+            let friends = kith_graph::load(&path, &config)
+                .with_context(|| format!("loading {}", path.display()))?;
+            Case { name: "kron20".into(), directed: None, friends }
+        }
         "slashdot" => {
             let path = datasets.join("soc-Slashdot0902.txt.gz");
             let config = LoadConfig { directed: true, progress: true, ..Default::default() };
@@ -224,6 +268,7 @@ fn measure_case(
     case: &Case,
     args: &AnalyticsBenchArgs,
     baselines: &[String],
+    gapbs: Option<&gapbs::Gapbs>,
     script: &Path,
     stages: &ProgressBar,
 ) -> Result<Value> {
@@ -285,6 +330,20 @@ fn measure_case(
             }
         }
     }
+    let gapbs = match gapbs {
+        Some(peer) => {
+            let inputs = gapbs::Inputs {
+                name,
+                pr,
+                pr_undirected: case.directed.is_none(),
+                friends: &friends,
+                threads: args.threads.iter().copied().max().unwrap_or(1),
+                trials: args.trials,
+            };
+            gapbs::compare(peer, &inputs, &|m| stages.set_message(m.to_string()))?
+        }
+        None => Value::Null,
+    };
     let orders = if args.skip_orders || case.directed.is_some() {
         Value::Null
     } else {
@@ -298,6 +357,7 @@ fn measure_case(
         "pagerank_in_links": pr.num_in_links(),
         "kith": kith,
         "baselines": runs,
+        "gapbs": gapbs,
         "orders": orders,
     }))
 }
@@ -428,6 +488,38 @@ fn print_summary(report: &Value) {
                 f(&s["triangles"]),
                 f(&r["cc"]["seconds"]),
                 f(&s["cc"])
+            );
+        }
+        let gp = &g["gapbs"];
+        if !gp.is_null() {
+            let p = &gp["pagerank"];
+            for order in ["input", "degree"] {
+                let o = &p["orders"][order];
+                println!(
+                    "  GAPBS pagerank, {order} order: {} s; kith f64 {} s ({}x), f32 {} s ({}x, L1 error {:.1e})",
+                    f(&o["gapbs_s"]),
+                    f(&o["kith_f64_s"]),
+                    f(&o["speedup_f64"]),
+                    f(&o["kith_f32_s"]),
+                    f(&o["speedup_f32"]),
+                    o["f32_l1_error"].as_f64().unwrap_or(f64::NAN)
+                );
+            }
+            println!(
+                "  kith in degree order (relabelled in {} s) against GAPBS in the input order: {}x; vectors agree: {} (L1 after 20 iterations {:.1e})",
+                f(&p["relabel_by_degree_s"]),
+                f(&p["speedup_prepared_vs_reference"]),
+                p["agreement"]["agrees"],
+                p["agreement"]["l1_kith_gapbs_20"].as_f64().unwrap_or(f64::NAN)
+            );
+            let t = &gp["triangles"];
+            println!(
+                "  GAPBS tc: {} s; kith {} s ({}x; per vertex {} s); counts agree: {}",
+                f(&t["gapbs_s"]),
+                f(&t["kith_s"]),
+                f(&t["speedup"]),
+                f(&t["kith_per_vertex_s"]),
+                t["counts_agree"]
             );
         }
         for o in g["orders"].as_array().into_iter().flatten() {

@@ -31,9 +31,10 @@ pub(crate) struct CommonArgs {
     /// Check the result against a sequential implementation.
     #[arg(long)]
     verify: bool,
-    /// Relabel the graph by this layout file (from `kith layout compute`) before running:
-    /// users placed together get neighbouring ids, so their values share cache lines.
-    #[arg(long)]
+    /// Relabel the graph before running, by this layout file (from `kith layout compute`):
+    /// users placed together get neighbouring ids, so their values share cache lines; or by
+    /// `degree` (most in-links first), which packs the values read most.
+    #[arg(long, value_name = "LAYOUT|degree")]
     order: Option<PathBuf>,
     /// Write per-user results as CSV (original id, value).
     #[arg(long)]
@@ -203,12 +204,20 @@ fn analyze(
     let mut ordering = json!({});
     if let Some(path) = &common.order {
         let t = Instant::now();
-        let layout = kith_layout::read_layout(path, &graph)?;
+        let order = if path.as_os_str() == "degree" {
+            ig.degree_order()
+        } else {
+            kith_layout::read_layout(path, &graph)?.order().to_vec()
+        };
         let read_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        ig = ig.relabel(layout.order());
-        ordering = json!({"read_layout_s": read_s, "relabel_s": t.elapsed().as_secs_f64()});
-        position = Some(layout.positions().to_vec());
+        ig = ig.relabel(&order);
+        ordering = json!({"order_s": read_s, "relabel_s": t.elapsed().as_secs_f64()});
+        let mut positions = vec![0 as VertexId; order.len()];
+        for (p, &v) in order.iter().enumerate() {
+            positions[v as usize] = p as VertexId;
+        }
+        position = Some(positions);
     }
     let ig = Arc::new(ig);
     let prepare_s = start.elapsed().as_secs_f64();
