@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages kith's build needs when they are missing: a C++ compiler for
-# RocksDB (built from source by the `rocksdb` crate) and libclang for its bindings.
+# RocksDB (built from source by the `rocksdb` crate) and libclang for its bindings; make, with
+# which `kith bench analytics` builds GAPBS's reference code beside kith.
 set -euo pipefail
 
 have_libclang() {
@@ -10,6 +11,7 @@ have_libclang() {
 
 missing=()
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v make >/dev/null 2>&1 || missing+=(make)
 have_libclang || missing+=(libclang-dev)
 if ((${#missing[@]})); then
     echo "system-deps: installing ${missing[*]}" >&2

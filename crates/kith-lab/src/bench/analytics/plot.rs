@@ -8,14 +8,16 @@ use serde_json::Value;
 
 use crate::plot::bar_chart;
 
-/// Two charts beside `out`: kith's speed-up over each library per graph and algorithm, and
-/// the speed of each `--order` relative to the input order.
+/// Charts beside `out`: kith's speed-up over GAPBS and over each Python library per graph
+/// and algorithm, and the speed of each `--order` relative to the input order (each only
+/// when the run measured it).
 pub(super) fn plots(report: &Value, out: &Path) -> Result<()> {
     let graphs = report["graphs"].as_array().cloned().unwrap_or_default();
     let short = |g: &Value| {
         let name = g["name"].as_str().unwrap_or("?");
         let name = name.strip_prefix("soc-").unwrap_or(name);
-        name.split(['-', '0']).next().unwrap_or(name).to_lowercase()
+        let name = name.split('-').next().unwrap_or(name);
+        name.strip_suffix("0902").unwrap_or(name).to_lowercase()
     };
     // Speed-ups: bars are library runs (networkx is left out: its 20-70x would flatten the rest).
     let runs = [("igraph", 1u64), ("networkit", 1), ("networkit", 2)];
@@ -41,10 +43,44 @@ pub(super) fn plots(report: &Value, out: &Path) -> Result<()> {
         }
     }
     let bars: Vec<String> = runs.iter().map(|(l, t)| format!("{l}, {t} thread(s)")).collect();
-    if !groups.is_empty() {
+    if values.iter().flatten().any(|&v| v > 0.0) {
         bar_chart(
             &out.with_file_name("analytics-speedup.png"),
             "kith's speed-up (library seconds / kith seconds; PR: PageRank, tri: triangles)",
+            "speed-up",
+            &groups,
+            &bars,
+            &values,
+        )?;
+    }
+    // GAPBS: its seconds over kith's, same graph, same threads.
+    let mut groups = Vec::new();
+    let mut values = Vec::new();
+    for g in graphs.iter().filter(|g| g["gapbs"].is_object()) {
+        let (p, t) = (&g["gapbs"]["pagerank"], &g["gapbs"]["triangles"]);
+        groups.push(short(g));
+        values.push(
+            [
+                &p["orders"]["input"]["speedup_f32"],
+                &p["orders"]["degree"]["speedup_f32"],
+                &p["speedup_prepared_vs_reference"],
+                &t["speedup"],
+            ]
+            .iter()
+            .map(|v| v.as_f64().unwrap_or(0.0))
+            .collect::<Vec<f64>>(),
+        );
+    }
+    if !groups.is_empty() {
+        let bars = [
+            "PageRank, input order".to_string(),
+            "PageRank, degree order on both".into(),
+            "PageRank, kith in degree order, GAPBS in input".into(),
+            "triangle count".into(),
+        ];
+        bar_chart(
+            &out.with_file_name("analytics-gapbs.png"),
+            "kith's speed-up over GAPBS (GAPBS seconds / kith seconds, 2 threads; 1 = par)",
             "speed-up",
             &groups,
             &bars,
