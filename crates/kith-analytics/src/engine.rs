@@ -22,6 +22,9 @@ pub struct InGraph {
     ids: Vec<u64>,
     /// Edge weights aligned with `sources`, when the graph is weighted.
     weights: Option<Vec<f64>>,
+    /// Whether every in-link `u → v` has its reverse `v → u` (an undirected graph): the
+    /// in-links are then the out-links too.
+    symmetric: bool,
 }
 
 impl InGraph {
@@ -35,6 +38,7 @@ impl InGraph {
             out_degree: (0..graph.num_nodes() as VertexId).map(|v| out.degree(v) as u32).collect(),
             ids: graph.original_ids().to_vec(),
             weights: None,
+            symmetric: !graph.is_directed(),
         }
     }
 
@@ -105,6 +109,7 @@ impl InGraph {
             out_degree: order.iter().map(|&v| self.out_degree[v as usize]).collect(),
             ids: order.iter().map(|&v| self.ids[v as usize]).collect(),
             weights,
+            symmetric: self.symmetric,
         }
     }
 
@@ -138,6 +143,11 @@ impl InGraph {
     pub fn in_weights(&self, v: VertexId) -> Option<&[f64]> {
         let range = self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize;
         self.weights.as_ref().map(|w| &w[range])
+    }
+
+    /// Whether the in-links are the out-links too (an undirected graph).
+    pub fn is_symmetric(&self) -> bool {
+        self.symmetric
     }
 
     /// Whether the in-links carry weights.

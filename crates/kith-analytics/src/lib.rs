@@ -24,6 +24,7 @@ mod mr;
 mod mutual;
 mod pagerank;
 mod sssp;
+mod tiles;
 mod triangles;
 mod weights;
 

@@ -6,6 +6,7 @@ use kith_graph::VertexId;
 use rayon::prelude::*;
 
 use crate::engine::{Context, InGraph, RunStats, VertexProgram, run};
+use crate::tiles::{ALIGN, BLOCK, Tiles};
 
 /// Which PageRank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,14 +149,11 @@ pub fn sum_contributions(contrib: &[f64], links: &[VertexId]) -> f64 {
 /// [`pagerank_vertex_program`] and [`pagerank_sequential`], up to the order of global sums
 /// (and to `f32` rounding with [`Precision::F32`]).
 pub fn pagerank(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats, f64) {
-    match config.precision {
-        Precision::F64 => pull::<f64>(graph, config),
-        Precision::F32 => pull::<f32>(graph, config),
-    }
+    pagerank_gathering(graph, config, None)
 }
 
 /// A contribution as held between steps.
-trait Held: Copy + Default + Send + Sync {
+trait Held: Copy + Default + Send + Sync + Into<f64> {
     fn hold(x: f64) -> Self;
     fn get(self) -> f64;
 }
@@ -186,17 +184,19 @@ impl Held for f32 {
 /// vertices, so that a chunk of hubs is not one thread's whole step on a skewed graph.
 const CHUNK_LINKS: usize = 1 << 15;
 
-/// Chunks of consecutive vertices holding about a 256th of the in-links each (at least
-/// [`CHUNK_LINKS`]); returns their first vertices and `n` at the end. The cut does not
-/// depend on the thread count, and neither do the results.
-fn chunk_bounds(graph: &InGraph) -> Vec<usize> {
+/// Chunks of consecutive vertices holding about a `pieces`th of the in-links each (at least
+/// [`CHUNK_LINKS`]), and at most `most` vertices, cut only after multiples of `align`
+/// vertices (which divides `most`); returns their first vertices and `n` at the end. The cut
+/// does not depend on the thread count, and neither do the results.
+fn chunk_bounds(graph: &InGraph, pieces: usize, most: usize, align: usize) -> Vec<usize> {
     let n = graph.num_vertices();
-    let per = (graph.num_in_links() / 256).max(CHUNK_LINKS);
+    let per = (graph.num_in_links() / pieces).max(CHUNK_LINKS);
     let mut bounds = vec![0];
     let mut links = 0;
     for v in 0..n {
         links += graph.in_links(v as VertexId).len() + 1;
-        if links >= per {
+        let aligned = (v + 1) % align == 0;
+        if aligned && (links >= per || v + 1 - bounds[bounds.len() - 1] == most) {
             bounds.push(v + 1);
             links = 0;
         }
@@ -218,7 +218,58 @@ fn cut<'a, T>(mut values: &'a mut [T], bounds: &[usize]) -> Vec<&'a mut [T]> {
     parts
 }
 
-fn pull<C: Held>(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats, f64) {
+/// Vertices above which a symmetric graph's step gathers through [`Tiles`]: below, the
+/// contributions (at most 1 MiB in `f32`) stay in cache anyway, and pulling is cheaper.
+const TILES_ABOVE: usize = 1 << 18;
+
+/// How a step sums each vertex's in-neighbours' contributions.
+enum Gather {
+    /// Vertex by vertex over its in-links, in chunks cut by in-links.
+    Pull(Vec<usize>),
+    /// Block by block through the tiles (symmetric graphs).
+    Tiles(Tiles),
+}
+
+impl Gather {
+    fn choose(graph: &InGraph, tiles: Option<bool>) -> Gather {
+        let use_tiles = tiles.unwrap_or(graph.is_symmetric() && graph.num_vertices() > TILES_ABOVE)
+            && graph.is_symmetric();
+        // Tiles: each part rereads every source block, so parts are few and large (a 32nd of
+        // the in-links, at most a block); pulling: many small chunks.
+        let bounds = if use_tiles {
+            chunk_bounds(graph, 32, BLOCK, ALIGN)
+        } else {
+            chunk_bounds(graph, 256, usize::MAX, 1)
+        };
+        if use_tiles { Gather::Tiles(Tiles::new(graph, bounds)) } else { Gather::Pull(bounds) }
+    }
+
+    fn bounds(&self) -> Vec<usize> {
+        match self {
+            Gather::Pull(bounds) => bounds.clone(),
+            Gather::Tiles(tiles) => tiles.bounds().to_vec(),
+        }
+    }
+}
+
+/// [`pagerank`], gathering through tiles when `tiles` says so (or by the graph's size when
+/// `None`).
+pub(crate) fn pagerank_gathering(
+    graph: &InGraph,
+    config: PageRankConfig,
+    tiles: Option<bool>,
+) -> (Vec<f64>, RunStats, f64) {
+    match config.precision {
+        Precision::F64 => iterate::<f64>(graph, config, tiles),
+        Precision::F32 => iterate::<f32>(graph, config, tiles),
+    }
+}
+
+fn iterate<C: Held>(
+    graph: &InGraph,
+    config: PageRankConfig,
+    tiles: Option<bool>,
+) -> (Vec<f64>, RunStats, f64) {
     let start = Instant::now();
     let n = graph.num_vertices();
     let nf = n.max(1) as f64;
@@ -235,35 +286,57 @@ fn pull<C: Held>(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats
     let mut next = vec![C::default(); n];
     let dangling_count = (0..n as VertexId).into_par_iter().filter(|&v| graph.out_degree(v) == 0);
     let mut dangling = dangling_count.count() as f64 * init / nf;
-    let bounds = chunk_bounds(graph);
+    let gather = Gather::choose(graph, tiles);
+    let bounds = gather.bounds();
+    let longest = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     let mut stats = RunStats::default();
     let mut delta = f64::NAN;
     for _ in 0..config.iterations {
         let t = Instant::now();
-        let (held, dangling_now) = (&contrib, dangling);
+        let (held, dangling_now, gather) = (&contrib, dangling, &gather);
         let (step_delta, mass, changed) = cut(&mut rank, &bounds)
             .into_par_iter()
             .zip(cut(&mut next, &bounds))
-            .zip(&bounds[..bounds.len() - 1])
-            .map(|((ranks, shares), &first)| {
-                let (mut delta, mut mass, mut changed) = (0.0, 0.0, 0usize);
-                for (j, (r, s)) in ranks.iter_mut().zip(shares.iter_mut()).enumerate() {
-                    let v = (first + j) as VertexId;
-                    let sum = sum_held(held, graph.in_links(v));
-                    let new = next_rank(&config, nf, sum, dangling_now);
-                    delta += (new - *r).abs();
-                    changed += usize::from(new != *r);
-                    *r = new;
-                    if graph.out_degree(v) == 0 {
-                        mass += new;
+            .zip(bounds[..bounds.len() - 1].par_iter().enumerate())
+            .map_init(
+                Vec::new,
+                |sums, ((ranks, shares), (part, &first))| {
+                    let (mut delta, mut mass, mut changed) = (0.0, 0.0, 0usize);
+                    let mut finish = |j: usize, sum: f64, r: &mut f64, s: &mut C| {
+                        let v = (first + j) as VertexId;
+                        let new = next_rank(&config, nf, sum, dangling_now);
+                        delta += (new - *r).abs();
+                        changed += usize::from(new != *r);
+                        *r = new;
+                        if graph.out_degree(v) == 0 {
+                            mass += new;
+                        }
+                        *s = share(v, new);
+                    };
+                    match gather {
+                        Gather::Pull(_) => {
+                            for (j, (r, s)) in ranks.iter_mut().zip(shares).enumerate() {
+                                let sum = sum_held(held, graph.in_links((first + j) as VertexId));
+                                finish(j, sum, r, s);
+                            }
+                        }
+                        Gather::Tiles(tiles) => {
+                            sums.resize(longest, 0.0);
+                            let sums = &mut sums[..ranks.len()];
+                            tiles.sum_part(part, held, sums);
+                            for (j, ((r, s), &sum)) in
+                                ranks.iter_mut().zip(shares).zip(&*sums).enumerate()
+                            {
+                                finish(j, sum, r, s);
+                            }
+                        }
                     }
-                    *s = share(v, new);
-                }
-                (delta, mass, changed)
-            })
+                    (delta, mass, changed)
+                },
+            )
             .collect::<Vec<_>>()
             .into_iter()
-            // Summed in chunk order: the same sums on any number of threads.
+            // Summed in part order: the same sums on any number of threads.
             .fold((0.0, 0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
         std::mem::swap(&mut contrib, &mut next);
         dangling = mass / nf;
@@ -282,7 +355,7 @@ fn pull<C: Held>(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats
 /// [`sum_contributions`] over held contributions.
 #[inline]
 fn sum_held<C: Held>(held: &[C], links: &[VertexId]) -> f64 {
-    // SAFETY: `held` has one entry per vertex (`pull` allocates it so), and every in-link
+    // SAFETY: `held` has one entry per vertex (`iterate` allocates it so), and every in-link
     // source of an `InGraph` is a vertex (its invariant): the reads are in bounds.
     let get = |u: VertexId| unsafe { held.get_unchecked(u as usize) }.get();
     let (mut a, mut b) = (0.0f64, 0.0f64);
