@@ -124,21 +124,22 @@ pub fn next_rank(config: &PageRankConfig, n: f64, sum: f64, dangling: f64) -> f6
     }
 }
 
-/// `Σ contrib[u]` over `links`, in four independent sums so that the loads of different
-/// links overlap (each is likely a cache miss on a large graph).
+/// `Σ contrib[u]` over `links`, in two interleaved sums so that the loads of neighbouring
+/// links overlap (each is likely a cache miss on a large graph). The fused step adds in the
+/// same order, so the vertex program, the distributed one and [`pagerank`] agree bit for bit
+/// where they pull.
 #[inline]
 pub fn sum_contributions(contrib: &[f64], links: &[VertexId]) -> f64 {
-    let mut sums = [0.0f64; 4];
-    let mut quads = links.chunks_exact(4);
-    for q in &mut quads {
-        for (sum, &u) in sums.iter_mut().zip(q) {
-            *sum += contrib[u as usize];
-        }
+    let (mut a, mut b) = (0.0f64, 0.0f64);
+    let mut pairs = links.chunks_exact(2);
+    for p in &mut pairs {
+        a += contrib[p[0] as usize];
+        b += contrib[p[1] as usize];
     }
-    for &u in quads.remainder() {
-        sums[0] += contrib[u as usize];
+    if let [u] = pairs.remainder() {
+        a += contrib[*u as usize];
     }
-    (sums[0] + sums[1]) + (sums[2] + sums[3])
+    a + b
 }
 
 /// PageRank of every vertex (by dense id), with the run's statistics and the last step's L1
@@ -298,42 +299,39 @@ fn iterate<C: Held>(
             .into_par_iter()
             .zip(cut(&mut next, &bounds))
             .zip(bounds[..bounds.len() - 1].par_iter().enumerate())
-            .map_init(
-                Vec::new,
-                |sums, ((ranks, shares), (part, &first))| {
-                    let (mut delta, mut mass, mut changed) = (0.0, 0.0, 0usize);
-                    let mut finish = |j: usize, sum: f64, r: &mut f64, s: &mut C| {
-                        let v = (first + j) as VertexId;
-                        let new = next_rank(&config, nf, sum, dangling_now);
-                        delta += (new - *r).abs();
-                        changed += usize::from(new != *r);
-                        *r = new;
-                        if graph.out_degree(v) == 0 {
-                            mass += new;
-                        }
-                        *s = share(v, new);
-                    };
-                    match gather {
-                        Gather::Pull(_) => {
-                            for (j, (r, s)) in ranks.iter_mut().zip(shares).enumerate() {
-                                let sum = sum_held(held, graph.in_links((first + j) as VertexId));
-                                finish(j, sum, r, s);
-                            }
-                        }
-                        Gather::Tiles(tiles) => {
-                            sums.resize(longest, 0.0);
-                            let sums = &mut sums[..ranks.len()];
-                            tiles.sum_part(part, held, sums);
-                            for (j, ((r, s), &sum)) in
-                                ranks.iter_mut().zip(shares).zip(&*sums).enumerate()
-                            {
-                                finish(j, sum, r, s);
-                            }
+            .map_init(Vec::new, |sums, ((ranks, shares), (part, &first))| {
+                let (mut delta, mut mass, mut changed) = (0.0, 0.0, 0usize);
+                let mut finish = |j: usize, sum: f64, r: &mut f64, s: &mut C| {
+                    let v = (first + j) as VertexId;
+                    let new = next_rank(&config, nf, sum, dangling_now);
+                    delta += (new - *r).abs();
+                    changed += usize::from(new != *r);
+                    *r = new;
+                    if graph.out_degree(v) == 0 {
+                        mass += new;
+                    }
+                    *s = share(v, new);
+                };
+                match gather {
+                    Gather::Pull(_) => {
+                        for (j, (r, s)) in ranks.iter_mut().zip(shares).enumerate() {
+                            let sum = sum_held(held, graph.in_links((first + j) as VertexId));
+                            finish(j, sum, r, s);
                         }
                     }
-                    (delta, mass, changed)
-                },
-            )
+                    Gather::Tiles(tiles) => {
+                        sums.resize(longest, 0.0);
+                        let sums = &mut sums[..ranks.len()];
+                        tiles.sum_part(part, held, sums);
+                        for (j, ((r, s), &sum)) in
+                            ranks.iter_mut().zip(shares).zip(&*sums).enumerate()
+                        {
+                            finish(j, sum, r, s);
+                        }
+                    }
+                }
+                (delta, mass, changed)
+            })
             .collect::<Vec<_>>()
             .into_iter()
             // Summed in part order: the same sums on any number of threads.

@@ -228,8 +228,12 @@ fn bench_analytics_runs_small_and_agrees_with_igraph() {
         "4096",
         "--threads",
         "1,2",
+        "--graphs",
+        "slashdot,rmat,lfr",
         "--baselines",
-        "igraph",
+        "igraph,gapbs",
+        "--trials",
+        "2",
         "--mr-datasets",
         "email-Eu-core.txt.gz",
         "--out",
@@ -246,6 +250,17 @@ fn bench_analytics_runs_small_and_agrees_with_igraph() {
         assert_eq!(igraph["agrees"]["triangles"], true, "{g}");
         assert_eq!(igraph["agrees"]["components"], true, "{g}");
         assert!(igraph["kith_speedup"]["pagerank"].as_f64().unwrap() > 0.0, "{g}");
+        // GAPBS's reference build on the same graph: its triangle count and its PageRank
+        // (run to convergence) agree with kith's.
+        let gapbs = &g["gapbs"];
+        assert_eq!(gapbs["triangles"]["counts_agree"], true, "{g}");
+        assert_eq!(gapbs["triangles"]["gapbs_count"], g["kith"][0]["triangles"], "{g}");
+        assert_eq!(gapbs["pagerank"]["agreement"]["agrees"], true, "{g}");
+        for order in ["input", "degree"] {
+            let o = &gapbs["pagerank"]["orders"][order];
+            assert!(o["speedup_f32"].as_f64().unwrap() > 0.0, "{g}");
+            assert!(o["f32_l1_error"].as_f64().unwrap() < 1e-6, "{g}");
+        }
     }
     // Generated graphs get the --order comparison; Slashdot's PageRank is directed.
     assert!(graphs[0]["orders"].is_null());
