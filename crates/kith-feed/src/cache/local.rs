@@ -1,6 +1,14 @@
-//! The in-process backend: one moka cache, bounded in bytes, holding post bodies, friend
-//! lists (which expire after the time to live; nothing else does) and timelines with
-//! floors.
+//! The in-process backend, bounded in bytes: post bodies in a quick_cache (S3-FIFO, sharded:
+//! a feed read looks up 50 of them, and moka's bookkeeping per read was a third of a cached
+//! feed read's CPU), and in one moka cache friend lists (which expire after the time to
+//! live; nothing else does), followee lists and timelines with floors. Each holds half the
+//! budget.
+//!
+//! A followee list is cached only if no follow or unfollow of a user in its stripe (uid
+//! modulo [`STRIPES`]) happened between reading the stripe's version and caching it: the
+//! change bumps the version before dropping the list, and a fill checks the version again
+//! after inserting, dropping its own entry if it moved, so a fill that raced a change never
+//! outlives it.
 //!
 //! Entries are weighed when inserted, so a timeline, which grows in place behind a mutex,
 //! is inserted again whenever its length has drifted far from the weighed one. Methods
@@ -8,6 +16,7 @@
 //! [`Backend`](super::Backend) only dispatches.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -16,29 +25,48 @@ use moka::Expiry;
 use crate::error::Result;
 use crate::post::Post;
 
+/// Stripes of followee-list versions.
+const STRIPES: usize = 4096;
+
+/// Weighs a cached post by its bytes.
+#[derive(Clone, Copy, Debug)]
+struct PostBytes;
+
+impl quick_cache::Weighter<u64, Arc<Post>> for PostBytes {
+    fn weight(&self, _: &u64, post: &Arc<Post>) -> u64 {
+        u64::from(post.weight())
+    }
+}
+
 /// The in-process backend.
 #[derive(Clone)]
 pub struct Local {
+    posts: Arc<quick_cache::sync::Cache<u64, Arc<Post>, PostBytes>>,
     cache: moka::sync::Cache<Key, Val>,
+    /// Followee-list versions, by uid modulo [`STRIPES`].
+    followee_versions: Arc<[AtomicU64]>,
 }
 
 impl std::fmt::Debug for Local {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Local").field("bytes", &self.cache.weighted_size()).finish()
+        f.debug_struct("Local")
+            .field("post_bytes", &self.posts.weight())
+            .field("bytes", &self.cache.weighted_size())
+            .finish()
     }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Key {
-    Post(u64),
     Friends(u64),
+    Followees(u64),
     Timeline(u64),
 }
 
 #[derive(Clone, Debug)]
 enum Val {
-    Post(Arc<Post>),
-    Friends(Arc<[u64]>),
+    /// A friend or followee list.
+    Ids(Arc<[u64]>),
     /// The timeline and the length it was weighed at (the weigher must not lock it).
     Timeline(Arc<Mutex<Timeline>>, usize),
 }
@@ -46,8 +74,7 @@ enum Val {
 /// Bytes an entry takes, roughly: a fixed overhead plus its contents.
 fn weight(_: &Key, val: &Val) -> u32 {
     match val {
-        Val::Post(p) => p.weight(),
-        Val::Friends(f) => 48 + 8 * f.len().min(1 << 28) as u32,
+        Val::Ids(f) => 48 + 8 * f.len().min(1 << 28) as u32,
         Val::Timeline(_, len) => 64 + 16 * (*len).min(1 << 27) as u32,
     }
 }
@@ -124,53 +151,92 @@ impl Local {
 
     /// A cache of at most `bytes`.
     pub(super) fn new(bytes: u64, friends_ttl: Duration) -> Local {
+        let half = (bytes / 2).max(1);
+        // quick_cache sizes its table by an estimate of the items: posts of about 200 bytes.
+        let posts = quick_cache::sync::Cache::with_weighter(
+            usize::try_from(half / 200).unwrap_or(usize::MAX).max(16),
+            half,
+            PostBytes,
+        );
         let cache = moka::sync::Cache::builder()
-            .max_capacity(bytes)
+            .max_capacity(half)
             .weigher(weight)
             .expire_after(Ttl(friends_ttl))
             .build();
-        Local { cache }
+        let followee_versions = (0..STRIPES).map(|_| AtomicU64::new(0)).collect();
+        Local { posts: Arc::new(posts), cache, followee_versions }
     }
 
     /// Bytes held, once pending evictions have run.
     pub(super) fn bytes(&self) -> u64 {
         self.cache.run_pending_tasks();
-        self.cache.weighted_size()
+        self.cache.weighted_size() + self.posts.weight()
     }
 
     pub(super) fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Arc<Post>>>> {
-        Ok(ids
-            .iter()
-            .map(|&id| match self.cache.get(&Key::Post(id)) {
-                Some(Val::Post(p)) => Some(p),
-                _ => None,
-            })
-            .collect())
+        Ok(ids.iter().map(|id| self.posts.get(id)).collect())
     }
 
     pub(super) fn put_posts(&self, posts: &[Arc<Post>]) -> Result<()> {
         for p in posts {
-            self.cache.insert(Key::Post(p.id), Val::Post(p.clone()));
+            self.posts.insert(p.id, p.clone());
         }
         Ok(())
     }
 
     pub(super) fn del_posts(&self, ids: &[u64]) -> Result<()> {
-        for &id in ids {
-            self.cache.invalidate(&Key::Post(id));
+        for id in ids {
+            self.posts.remove(id);
         }
         Ok(())
     }
 
     pub(super) fn get_friends(&self, uid: u64) -> Result<Option<Arc<[u64]>>> {
         Ok(match self.cache.get(&Key::Friends(uid)) {
-            Some(Val::Friends(f)) => Some(f),
+            Some(Val::Ids(f)) => Some(f),
             _ => None,
         })
     }
 
     pub(super) fn put_friends(&self, uid: u64, list: Arc<[u64]>) -> Result<()> {
-        self.cache.insert(Key::Friends(uid), Val::Friends(list));
+        self.cache.insert(Key::Friends(uid), Val::Ids(list));
+        Ok(())
+    }
+
+    fn followee_version(&self, uid: u64) -> &AtomicU64 {
+        &self.followee_versions[(uid % STRIPES as u64) as usize]
+    }
+
+    pub(super) fn get_followees(&self, uid: u64) -> Result<Option<Arc<[u64]>>> {
+        Ok(match self.cache.get(&Key::Followees(uid)) {
+            Some(Val::Ids(f)) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// The version to read before the store's list and to give [`Local::put_followees`].
+    pub(super) fn followees_version(&self, uid: u64) -> Result<String> {
+        Ok(self.followee_version(uid).load(Ordering::SeqCst).to_string())
+    }
+
+    /// Caches the list unless a change in its stripe moved the version from `version`.
+    pub(super) fn put_followees(&self, uid: u64, list: &[u64], version: &str) -> Result<()> {
+        let current = || self.followee_version(uid).load(Ordering::SeqCst).to_string();
+        if current() == version {
+            self.cache.insert(Key::Followees(uid), Val::Ids(list.into()));
+            // A change that bumped the version after the check may have dropped the list
+            // before this insert: then this fill must not stay.
+            if current() != version {
+                self.cache.invalidate(&Key::Followees(uid));
+            }
+        }
+        Ok(())
+    }
+
+    /// Bumps the stripe's version, then drops the list.
+    pub(super) fn del_followees(&self, uid: u64) -> Result<()> {
+        self.followee_version(uid).fetch_add(1, Ordering::SeqCst);
+        self.cache.invalidate(&Key::Followees(uid));
         Ok(())
     }
 

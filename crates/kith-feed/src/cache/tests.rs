@@ -318,9 +318,9 @@ async fn a_fill_that_raced_another_servers_change_is_not_cached() {
     }
 }
 
-/// Followee lists (for feed reads) are cached in Redis only, apart from friend lists of the
-/// same user, and under the same rule: a fill that raced another server's follow or
-/// unfollow is not cached.
+/// Followee lists (for feed reads) are cached apart from friend lists of the same user, and
+/// under the same rule: a fill that raced a follow or unfollow (another server's, or in
+/// process another request's) is not cached.
 #[tokio::test]
 async fn followee_lists_apart_from_friend_lists_and_never_older_than_a_change() {
     let all = Backends::new("followees", TTL).await;
@@ -328,11 +328,27 @@ async fn followee_lists_apart_from_friend_lists_and_never_older_than_a_change() 
     let other_redis = Backend::redis(all.server.url(), &config).await.unwrap();
     let other_cluster =
         Backend::redis_at(super::Target::Cluster(&all.cluster_urls), &config).await.unwrap();
-    // In process nothing is cached: the engine's own read is as cheap.
-    let v = all.local.followees_version(3).await.unwrap();
-    all.local.put_followees(3, &[1], &v).await.unwrap();
-    assert_eq!(all.local.get_followees(3).await.unwrap(), None);
-    all.local.del_followees(3).await.unwrap();
+    // In process: cached apart from the friend list; a change drops it; a fill whose version
+    // was read before a change (of this user, or of another in the same stripe) is not
+    // cached; a fill after it is.
+    let local = &all.local;
+    fill(local, 3, &[7, 8]).await;
+    let v = local.followees_version(3).await.unwrap();
+    local.put_followees(3, &[5, 4], &v).await.unwrap();
+    assert_eq!(local.get_followees(3).await.unwrap().as_deref(), Some(&[5, 4][..]));
+    local.del_followees(3).await.unwrap();
+    assert_eq!(local.get_followees(3).await.unwrap(), None);
+    assert_eq!(local.get_friends(3).await.unwrap().as_deref(), Some(&[7, 8][..]));
+    for changed in [3, 3 + 4096] {
+        let v = local.followees_version(3).await.unwrap();
+        local.del_followees(changed).await.unwrap();
+        local.put_followees(3, &[5, 4], &v).await.unwrap();
+        assert_eq!(local.get_followees(3).await.unwrap(), None, "stale fill cached");
+    }
+    let v = local.followees_version(3).await.unwrap();
+    local.put_followees(3, &[5], &v).await.unwrap();
+    assert_eq!(local.get_followees(3).await.unwrap().as_deref(), Some(&[5][..]));
+    local.del_followees(3).await.unwrap();
     for (this, other) in [(&all.redis, &other_redis), (&all.cluster, &other_cluster)] {
         let name = this.name();
         fill(this, 3, &[7, 8]).await;
