@@ -1,5 +1,8 @@
 //! `kith bench http`: a quick throughput figure for the service, measured with `wrk` over
-//! loopback, server and client sharing the machine. (A proper load driver is `kith workload`.)
+//! loopback, server and client sharing the machine, and `redis-benchmark` against a Redis on
+//! the same machine in the same run as the anchor (`LRANGE_100`, the nearest thing to a
+//! feed read, and `GET`), with as many connections. (A proper load driver is `kith
+//! workload`.)
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -60,6 +63,15 @@ struct HttpCase {
     hit_rate: Option<f64>,
 }
 
+/// One `redis-benchmark` test.
+#[derive(Debug, Serialize)]
+struct RedisAnchor {
+    test: String,
+    requests_per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
 #[derive(Debug, Serialize)]
 struct HttpBench {
     benchmark: &'static str,
@@ -74,6 +86,10 @@ struct HttpBench {
     friends_ttl_s: f64,
     server: String,
     cases: Vec<HttpCase>,
+    /// `redis-benchmark -c <connections>` on a private Redis, same machine, same run.
+    redis_benchmark: Vec<RedisAnchor>,
+    /// The feed read's throughput over `redis-benchmark`'s LRANGE_100.
+    feed_over_lrange_100: Option<f64>,
     journal_posts_per_sync: f64,
     note: &'static str,
 }
@@ -173,6 +189,20 @@ pub(super) fn run(args: HttpBenchArgs) -> Result<()> {
         "write-back journal: {appends} posts in {syncs} fdatasync calls ({posts_per_sync:.1} per sync)"
     );
     drop(server);
+    eprintln!("bench http: redis-benchmark beside it, {} connections", args.connections);
+    let redis_benchmark = redis_anchor(args.connections)?;
+    for r in &redis_benchmark {
+        println!(
+            "{:<40}{:>10.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms",
+            format!("redis-benchmark {}", r.test),
+            r.requests_per_s,
+            r.p50_ms,
+            r.p99_ms
+        );
+    }
+    let feed = cases.iter().find(|c| c.name.starts_with("feed")).map(|c| c.requests_per_s);
+    let lrange = redis_benchmark.iter().find(|r| r.test.starts_with("LRANGE_100"));
+    let feed_over_lrange_100 = feed.zip(lrange).map(|(f, r)| f / r.requests_per_s);
     let version = String::from_utf8_lossy(&Command::new("wrk").arg("--version").output()?.stdout)
         .lines()
         .next()
@@ -194,6 +224,8 @@ pub(super) fn run(args: HttpBenchArgs) -> Result<()> {
             if args.redis.is_some() { "redis" } else { "in-process" }
         ),
         cases,
+        redis_benchmark,
+        feed_over_lrange_100,
         journal_posts_per_sync: posts_per_sync,
         note: "server and wrk share the machine's cores; loopback HTTP/1.1 keep-alive",
     };
@@ -203,6 +235,40 @@ pub(super) fn run(args: HttpBenchArgs) -> Result<()> {
     write_json(&out, &report)?;
     println!("wrote {}", out.display());
     Ok(())
+}
+
+/// `redis-benchmark` (LRANGE_100 and GET, `connections` clients) against a private Redis on
+/// loopback, without persistence.
+fn redis_anchor(connections: usize) -> Result<Vec<RedisAnchor>> {
+    let redis = kith_feed::testing::RedisServer::try_start_with(&[])
+        .context("starting a private redis-server for the anchor (apt-get install redis-server)")?;
+    let out = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &redis.port().to_string()])
+        .args(["-c", &connections.to_string(), "-n", "200000", "-t", "lrange_100,get", "--csv"])
+        .output()
+        .context("running redis-benchmark (apt-get install redis-tools)")?;
+    ensure!(out.status.success(), "redis-benchmark failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut anchors = Vec::new();
+    // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
+    // "p99_latency_ms","max_latency_ms"
+    for line in text.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').map(|f| f.trim_matches('"')).collect();
+        let num = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+        if let (Some(test), Some(rps), Some(p50), Some(p99)) =
+            (fields.first(), num(1), num(4), num(6))
+            && !test.starts_with("LPUSH")
+        {
+            anchors.push(RedisAnchor {
+                test: (*test).to_string(),
+                requests_per_s: rps,
+                p50_ms: p50,
+                p99_ms: p99,
+            });
+        }
+    }
+    ensure!(!anchors.is_empty(), "no results in redis-benchmark's output: {text}");
+    Ok(anchors)
 }
 
 /// One wrk run: `request` is the body of wrk's `request` function (with `ids` in scope).
