@@ -247,7 +247,11 @@ fn redis_anchor(connections: usize) -> Result<Vec<RedisAnchor>> {
         .args(["-c", &connections.to_string(), "-n", "200000", "-t", "lrange_100,get", "--csv"])
         .output()
         .context("running redis-benchmark (apt-get install redis-tools)")?;
-    ensure!(out.status.success(), "redis-benchmark failed: {}", String::from_utf8_lossy(&out.stderr));
+    ensure!(
+        out.status.success(),
+        "redis-benchmark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let mut anchors = Vec::new();
     // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
