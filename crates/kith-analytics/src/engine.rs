@@ -114,7 +114,8 @@ impl InGraph {
     }
 
     /// The vertices by in-degree, highest first (ties by id): as an order for
-    /// [`InGraph::relabel`], it packs the values most read into the fewest cache lines.
+    /// [`InGraph::relabel`], it packs the values most read into the fewest cache lines (on an
+    /// undirected graph; on a directed one a vertex's value is read once per out-link).
     pub fn degree_order(&self) -> Vec<VertexId> {
         let mut order: Vec<VertexId> = (0..self.num_vertices() as VertexId).collect();
         order.par_sort_unstable_by_key(|&v| (std::cmp::Reverse(self.in_links(v).len()), v));

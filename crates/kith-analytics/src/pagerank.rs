@@ -146,9 +146,11 @@ pub fn sum_contributions(contrib: &[f64], links: &[VertexId]) -> f64 {
 /// change: the vertex program fused into one pass per step. Each vertex sums its
 /// in-neighbours' contributions, writes its rank and its own next contribution, and adds to
 /// the step's L1 change and dangling mass (per chunk, summed at the end), so a step reads the
-/// in-links once and touches each vertex's state once. The same arithmetic as
-/// [`pagerank_vertex_program`] and [`pagerank_sequential`], up to the order of global sums
-/// (and to `f32` rounding with [`Precision::F32`]).
+/// in-links once and touches each vertex's state once. Each vertex's sum is added in the
+/// order of [`sum_contributions`] when pulling (as [`pagerank_vertex_program`] and the
+/// distributed program do: equal to them bit for bit, but for the order of the global sums),
+/// and in ascending order through tiles (as [`pagerank_sequential`] does); so the results
+/// agree with both to rounding (and to `f32` rounding with [`Precision::F32`]).
 pub fn pagerank(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats, f64) {
     pagerank_gathering(graph, config, None)
 }

@@ -66,13 +66,15 @@ impl Oriented {
     }
 
     /// Runs `visit(r, u, w)` for every triangle `r < u < w` (rank names), vertex `r` by
-    /// vertex on worker threads, each with its own `state` (from `init`) and its own bitmap;
-    /// the states are returned, one per piece of work.
+    /// vertex on worker threads, each piece of work with its own `state` (from `init`) and
+    /// its own bitmap; the states are merged by `merge` as pieces finish (so at most a few
+    /// per thread are alive at once).
     fn for_each_triangle<S: Send>(
         &self,
         init: impl Fn() -> S + Sync + Send,
         visit: impl Fn(&mut S, usize, VertexId, VertexId) + Sync + Send,
-    ) -> Vec<S> {
+        merge: impl Fn(S, S) -> S + Sync + Send,
+    ) -> S {
         let n = self.num_vertices();
         let words = n.div_ceil(64);
         (0..n)
@@ -102,7 +104,8 @@ impl Oriented {
                 },
             )
             .map(|(_, state)| state)
-            .collect()
+            .reduce_with(merge)
+            .unwrap_or_else(init)
     }
 }
 
@@ -110,7 +113,7 @@ impl Oriented {
 /// count alone, without [`triangles`]' per-vertex credits.
 pub fn triangle_count(graph: &InGraph) -> u64 {
     let oriented = Oriented::new(graph);
-    oriented.for_each_triangle(|| 0u64, |total, _, _, _| *total += 1).into_iter().sum()
+    oriented.for_each_triangle(|| 0u64, |total, _, _, _| *total += 1, |a, b| a + b)
 }
 
 /// Triangles through each vertex (by id) and in total, on an undirected graph (whose
@@ -119,7 +122,7 @@ pub fn triangle_count(graph: &InGraph) -> u64 {
 pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
     let n = graph.num_vertices();
     let oriented = Oriented::new(graph);
-    let locals = oriented.for_each_triangle(
+    let (by_rank, total) = oriented.for_each_triangle(
         || (vec![0u64; n], 0u64),
         |(per, total), r, u, w| {
             per[r] += 1;
@@ -127,13 +130,11 @@ pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
             per[w as usize] += 1;
             *total += 1;
         },
+        |(mut a, ta), (b, tb)| {
+            a.par_iter_mut().zip(b.par_iter()).for_each(|(x, y)| *x += y);
+            (a, ta + tb)
+        },
     );
-    let mut by_rank = vec![0u64; n];
-    let mut total = 0;
-    for (per, t) in locals {
-        by_rank.par_iter_mut().zip(per.par_iter()).for_each(|(x, y)| *x += y);
-        total += t;
-    }
     let per = oriented.rank.par_iter().map(|&r| by_rank[r as usize]).collect();
     (per, total)
 }

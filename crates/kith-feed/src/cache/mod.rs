@@ -1,7 +1,8 @@
-//! Cache and timeline backends: in-process (moka, bounded in bytes) or Redis.
+//! Cache and timeline backends: in-process (quick_cache for posts and moka for the rest,
+//! bounded in bytes) or Redis.
 //!
-//! Both hold three kinds of entries: post bodies, friend lists (with a time to live, for
-//! `consistency=eventual` reads) and push timelines. A timeline is a set of post ids with a
+//! Both hold four kinds of entries: post bodies, friend lists (with a time to live, for
+//! `consistency=eventual` reads), followee lists (for feed reads) and push timelines. A timeline is a set of post ids with a
 //! **floor**: every post of the followees with an id at or above the floor is in it, so a
 //! read takes ids from the timeline down to the floor and pulls anything older from the
 //! feed database. A timeline without a floor is being built (or was made by a push that
@@ -49,7 +50,7 @@ use crate::post::Post;
 pub(crate) enum List {
     /// Friend lists, for `consistency=eventual` reads.
     Friends,
-    /// Whom a user follows, for feed reads (Redis only).
+    /// Whom a user follows, for feed reads.
     Followees,
 }
 

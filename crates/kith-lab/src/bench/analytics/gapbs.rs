@@ -6,7 +6,8 @@
 //! - GAPBS: its own "Trial Time", the kernel call only: for `pr`, allocating the scores and
 //!   contributions and the iterations; for `tc`, its relabelling by degree (when its
 //!   heuristic chooses it) and the count. Reading and building the graph are outside.
-//! - kith: the call of `kith_analytics::pagerank` (allocation and iterations) on an
+//! - kith: the call of `kith_analytics::pagerank` (allocation, cutting the vertices into
+//!   chunks, building the tiles when it gathers through them, and the iterations) on an
 //!   `InGraph` already built, and of `kith_analytics::triangle_count` (ranking the vertices,
 //!   building the higher-neighbour lists, the count). Loading and building the `InGraph`, and
 //!   relabelling it by degree for the prepared order, are outside, and the relabelling is
@@ -84,14 +85,15 @@ impl Gapbs {
         done.map(|_| ())
     }
 
-    /// Runs `kernel` `trials` times on `threads` threads; its trial times and its stdout.
+    /// Runs `kernel` `trials` times on `threads` threads on a graph of `vertices`; its trial
+    /// times and its stdout.
     fn trials(
         &self,
         kernel: &str,
         graph: &Path,
         args: &[&str],
-        threads: usize,
-        trials: usize,
+        vertices: usize,
+        (threads, trials): (usize, usize),
     ) -> Result<(Vec<f64>, String)> {
         let mut c = Command::new(self.dir.join(kernel));
         c.arg("-f").arg(graph).args(args).args(["-n", &trials.to_string()]);
@@ -103,6 +105,13 @@ impl Gapbs {
             .filter_map(|t| t.trim().parse().ok())
             .collect();
         ensure!(times.len() == trials, "GAPBS's {kernel} printed {} trial times", times.len());
+        let seen = out.lines().find_map(|l| {
+            l.strip_prefix("Graph has ")?.split_whitespace().next()?.parse::<usize>().ok()
+        });
+        ensure!(
+            seen == Some(vertices),
+            "GAPBS's {kernel} saw {seen:?} vertices where kith's graph has {vertices}"
+        );
         Ok((times, out))
     }
 
@@ -139,7 +148,10 @@ fn run(command: &mut Command, what: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `graph`'s in-links as `u v` lines (`u → v`); undirected, each edge once (`u < v`).
+/// `graph`'s in-links as `u v` lines (`u → v`); undirected, each edge once (`u < v`). GAPBS
+/// counts the vertices of an edge list up to its highest id, so a self-loop on the last
+/// vertex ends the list: GAPBS drops self-loops after counting, and so sees all n vertices,
+/// isolated ones included.
 fn write_in_links(graph: &InGraph, undirected: bool, path: &Path) -> Result<()> {
     use std::io::Write;
     let file = std::fs::File::create(path)
@@ -151,6 +163,9 @@ fn write_in_links(graph: &InGraph, undirected: bool, path: &Path) -> Result<()> 
                 writeln!(out, "{u} {v}")?;
             }
         }
+    }
+    if let Some(last) = graph.num_vertices().checked_sub(1) {
+        writeln!(out, "{last} {last}")?;
     }
     out.flush()?;
     Ok(())
@@ -230,7 +245,8 @@ pub(super) fn compare(
     let mut pagerank = serde_json::Map::new();
     for (order, graph, sg) in [("input", pr, &input_sg), ("degree", &by_degree, &degree_sg)] {
         progress(&format!("{name}: PageRank, {order} order: GAPBS"));
-        let (gapbs_times, _) = gapbs.trials("pr", sg, &pr_args, threads, trials)?;
+        let (gapbs_times, _) =
+            gapbs.trials("pr", sg, &pr_args, graph.num_vertices(), (threads, trials))?;
         progress(&format!("{name}: PageRank, {order} order: kith"));
         let (kith_f64, exact) =
             pool.install(|| time(trials, || kith_analytics::pagerank(graph, f64_config)));
@@ -256,7 +272,8 @@ pub(super) fn compare(
     let agreement = pagerank_agreement(gapbs, pr, &input_sg, &pool, threads)?;
 
     progress(&format!("{name}: triangles: GAPBS"));
-    let (gapbs_tc, out) = gapbs.trials("tc", &friends_sg, &["-a"], threads, trials)?;
+    let (gapbs_tc, out) =
+        gapbs.trials("tc", &friends_sg, &["-a"], friends.num_vertices(), (threads, trials))?;
     let gapbs_count: Option<u64> =
         out.lines().find_map(|l| l.strip_suffix(" triangles").and_then(|c| c.trim().parse().ok()));
     progress(&format!("{name}: triangles: kith"));

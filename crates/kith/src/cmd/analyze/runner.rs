@@ -33,7 +33,8 @@ pub(crate) struct CommonArgs {
     verify: bool,
     /// Relabel the graph before running, by this layout file (from `kith layout compute`):
     /// users placed together get neighbouring ids, so their values share cache lines; or by
-    /// `degree` (most in-links first), which packs the values read most.
+    /// `degree` (most in-links first), which packs the values read most on an undirected
+    /// graph (a layout file named `degree` is given as `./degree`).
     #[arg(long, value_name = "LAYOUT|degree")]
     order: Option<PathBuf>,
     /// Write per-user results as CSV (original id, value).
