@@ -10,6 +10,7 @@ use clap::Args;
 use kith_graph::{Graph, LoadConfig, WeightModel};
 use serde::Serialize;
 
+use super::median;
 use crate::machine::{ChildRun, Machine, datasets_dir, git_commit, run_self, utc_now, write_json};
 
 #[derive(Debug, Args)]
@@ -231,11 +232,6 @@ fn median_load(
         times.push(start.elapsed().as_secs_f64());
     }
     Ok((median(&mut times), graph.expect("repeat >= 1")))
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn path_str(path: &Path) -> Result<&str> {

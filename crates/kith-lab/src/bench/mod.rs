@@ -64,6 +64,16 @@ pub enum BenchCommand {
     CrashCheck(crash::CrashCheckArgs),
 }
 
+/// The median of `values` (sorted in place; the mean of the middle two for an even count).
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 /// Runs one benchmark.
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {

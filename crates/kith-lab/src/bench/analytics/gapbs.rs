@@ -22,6 +22,8 @@ use kith_analytics::{Formulation, InGraph, PageRankConfig, Precision};
 use kith_graph::VertexId;
 use serde_json::{Value, json};
 
+use crate::bench::median;
+
 /// GAPBS built in a cache directory.
 pub(super) struct Gapbs {
     dir: PathBuf,
@@ -171,15 +173,6 @@ fn write_in_links(graph: &InGraph, undirected: bool, path: &Path) -> Result<()> 
     Ok(())
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    match xs.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => xs[n / 2],
-        n => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
-    }
-}
-
 fn l1<A: Copy + Into<f64>, B: Copy + Into<f64>>(a: &[A], b: &[B]) -> f64 {
     a.iter().zip(b).map(|(&x, &y)| (x.into() - y.into()).abs()).sum()
 }
@@ -252,8 +245,11 @@ pub(super) fn compare(
             pool.install(|| time(trials, || kith_analytics::pagerank(graph, f64_config)));
         let (kith_f32, rounded) =
             pool.install(|| time(trials, || kith_analytics::pagerank(graph, f32_config)));
-        let (g, k64, k32) =
-            (median(gapbs_times.clone()), median(kith_f64.clone()), median(kith_f32.clone()));
+        let (g, k64, k32) = (
+            median(&mut gapbs_times.clone()),
+            median(&mut kith_f64.clone()),
+            median(&mut kith_f32.clone()),
+        );
         pagerank.insert(
             order.into(),
             json!({
@@ -282,7 +278,7 @@ pub(super) fn compare(
     let (per_vertex, (_, per_total)) =
         pool.install(|| time(1, || kith_analytics::triangles(friends)));
     ensure!(per_total == count, "{name}: kith's two triangle counts differ");
-    let (g, k) = (median(gapbs_tc.clone()), median(kith_tc.clone()));
+    let (g, k) = (median(&mut gapbs_tc.clone()), median(&mut kith_tc.clone()));
 
     Ok(json!({
         "graph": name,
