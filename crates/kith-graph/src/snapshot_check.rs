@@ -2,6 +2,8 @@
 //! ascending original ids, no self loops, and adjacency that is its own reverse (undirected)
 //! or whose in-adjacency is its out-adjacency reversed (directed).
 
+use rayon::prelude::*;
+
 use crate::csr::{Csr, VertexId};
 
 /// Original ids are strictly ascending, within a piece and from the previous piece's last.
@@ -18,24 +20,58 @@ pub(crate) fn check_ids(piece: &[u64], before: Option<&u64>) -> Result<(), Strin
 
 /// No vertex is its own neighbour: a graph keeps no self loops (they are counted as dropped).
 pub(crate) fn check_no_self_loops(csr: &Csr) -> Result<(), String> {
-    for v in 0..csr.num_vertices() as VertexId {
-        if csr.neighbors(v).binary_search(&v).is_ok() {
-            return Err(format!("vertex {v} is its own neighbour (a self loop)"));
-        }
+    let looped = (0..csr.num_vertices() as VertexId)
+        .into_par_iter()
+        .find_first(|&v| csr.neighbors(v).binary_search(&v).is_ok());
+    match looped {
+        Some(v) => Err(format!("vertex {v} is its own neighbour (a self loop)")),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Every entry u -> v of `out` has v -> u in `back`. With lists strictly ascending and as
-/// many entries in both, that makes `back` exactly `out` reversed (for `back == out`: the
-/// graph is symmetric).
+/// many entries in both, that makes `back` exactly `out` reversed.
 pub(crate) fn check_transpose(out: &Csr, back: &Csr) -> Result<(), String> {
-    for u in 0..out.num_vertices() as VertexId {
-        for &v in out.neighbors(u) {
-            if back.neighbors(v).binary_search(&u).is_err() {
-                return Err(format!("the edge {u} -> {v} has no {v} -> {u}"));
-            }
-        }
+    let missing = (0..out.num_vertices() as VertexId).into_par_iter().find_map_first(|u| {
+        let v = out.neighbors(u).iter().find(|&&v| back.neighbors(v).binary_search(&u).is_err());
+        v.map(|&v| (u, v))
+    });
+    match missing {
+        Some((u, v)) => Err(format!("the edge {u} -> {v} has no {v} -> {u}")),
+        None => Ok(()),
+    }
+}
+
+/// `out` is its own reverse (an undirected graph). Every entry u -> v with u < v must have
+/// its mirror v -> u, and there must be as many entries below the diagonal as above: the
+/// mirrors of distinct entries are distinct, so with equal counts they are all the entries
+/// below it. Half the searches of [`check_transpose`]; lists must be strictly ascending and
+/// free of self loops (checked before).
+pub(crate) fn check_symmetric(out: &Csr) -> Result<(), String> {
+    let (missing, above, below) = (0..out.num_vertices() as VertexId)
+        .into_par_iter()
+        .map(|u| {
+            let list = out.neighbors(u);
+            let split = list.partition_point(|&v| v < u);
+            let upper = &list[split..];
+            let missing = upper
+                .iter()
+                .find(|&&v| out.neighbors(v).binary_search(&u).is_err())
+                .map(|&v| (u, v));
+            (missing, upper.len() as u64, split as u64)
+        })
+        .reduce(
+            || (None, 0, 0),
+            // Keep the first vertex's failure, whichever piece finishes first.
+            |a, b| (a.0.or(b.0), a.1 + b.1, a.2 + b.2),
+        );
+    if let Some((u, v)) = missing {
+        return Err(format!("the edge {u} -> {v} has no {v} -> {u}"));
+    }
+    if above != below {
+        return Err(format!(
+            "{above} entries u -> v with u < v but {below} with u > v: some have no reverse"
+        ));
     }
     Ok(())
 }
