@@ -269,6 +269,8 @@ impl Sides<'_> {
 
     /// Every query's move deltas from the current counts.
     fn compute_deltas(&mut self, parallel: bool) {
+        let mut deltas_a = std::mem::take(&mut self.delta_a);
+        let mut deltas_b = std::mem::take(&mut self.delta_b);
         let (la, lb) = (self.log_a, self.log_b);
         let delta = |q: usize| {
             let (na, nb) = (self.count_a[q], self.count_b[q]);
@@ -286,12 +288,15 @@ impl Sides<'_> {
             };
             (from_a, from_b)
         };
-        let deltas: Vec<(f64, f64)> = if parallel {
-            (0..self.count_a.len()).into_par_iter().map(delta).collect()
+        deltas_a.resize(self.count_a.len(), 0.0);
+        deltas_b.resize(self.count_a.len(), 0.0);
+        let fill = |(q, (a, b)): (usize, (&mut f64, &mut f64))| (*a, *b) = delta(q);
+        if parallel {
+            deltas_a.par_iter_mut().zip(deltas_b.par_iter_mut()).enumerate().for_each(fill);
         } else {
-            (0..self.count_a.len()).map(delta).collect()
-        };
-        (self.delta_a, self.delta_b) = deltas.into_iter().unzip();
+            deltas_a.iter_mut().zip(deltas_b.iter_mut()).enumerate().for_each(fill);
+        }
+        (self.delta_a, self.delta_b) = (deltas_a, deltas_b);
     }
 
     /// The gain of moving vertex `i` alone, from the deltas of the last `compute_deltas`.
@@ -315,6 +320,12 @@ impl Sides<'_> {
         }
         self.in_a[i] = !self.in_a[i];
     }
+}
+
+/// `x`'s bits mapped so that integer order is `f64::total_cmp`'s order.
+fn order_bits(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 { !bits } else { bits | 1 << 63 }
 }
 
 /// Blocks of at most this many pages are split on probabilistic fanout, not log-gaps.
@@ -371,30 +382,44 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
                 .fold(f64::NEG_INFINITY, f64::max)
         };
         let (best_a, best_b) = (best(true), best(false));
-        let mut movers_a: Vec<u32> = (0..len as u32)
-            .filter(|&i| sides.in_a[i as usize] && gains[i as usize] + best_b > 0.0)
-            .collect();
-        let mut movers_b: Vec<u32> = (0..len as u32)
-            .filter(|&i| !sides.in_a[i as usize] && gains[i as usize] + best_a > 0.0)
-            .collect();
-        let by_gain =
-            |x: &u32, y: &u32| gains[*y as usize].total_cmp(&gains[*x as usize]).then(x.cmp(y));
+        // Sorted on (gain, index) packed into one word, highest gain first, ties to the
+        // lower index: the sort compares integers in place instead of looking gains up.
+        let key = |i: u32| (u128::from(!order_bits(gains[i as usize])) << 32) | u128::from(i);
+        let movers = |in_a: bool, best_other: f64| -> Vec<u128> {
+            let keep =
+                |i: &u32| sides.in_a[*i as usize] == in_a && gains[*i as usize] + best_other > 0.0;
+            if parallel {
+                (0..len as u32).into_par_iter().filter(keep).map(key).collect()
+            } else {
+                (0..len as u32).filter(keep).map(key).collect()
+            }
+        };
+        let (mut movers_a, mut movers_b) = (movers(true, best_b), movers(false, best_a));
+        // Pairs are taken best with best, so only the shorter side's count of each is used:
+        // select those before sorting.
+        let pairs = movers_a.len().min(movers_b.len());
+        for movers in [&mut movers_a, &mut movers_b] {
+            if movers.len() > pairs && pairs > 0 {
+                movers.select_nth_unstable(pairs);
+            }
+            movers.truncate(pairs);
+        }
         if parallel {
-            movers_a.par_sort_unstable_by(by_gain);
-            movers_b.par_sort_unstable_by(by_gain);
+            movers_a.par_sort_unstable();
+            movers_b.par_sort_unstable();
         } else {
-            movers_a.sort_unstable_by(by_gain);
-            movers_b.sort_unstable_by(by_gain);
+            movers_a.sort_unstable();
+            movers_b.sort_unstable();
         }
         // Swap the best pairs, each on fresh gains: the sorted gains assumed one move at a
         // time, and moving many vertices of the same queries at once can overshoot (two
         // halves trading the same kind of vertex back and forth).
         let mut swapped = 0;
         for (&x, &y) in movers_a.iter().zip(&movers_b) {
-            if gains[x as usize] + gains[y as usize] <= 1e-9 {
+            let (x, y) = (x as u32 as usize, y as u32 as usize);
+            if gains[x] + gains[y] <= 1e-9 {
                 break;
             }
-            let (x, y) = (x as usize, y as usize);
             let gx = sides.gain(x);
             sides.flip(x);
             if gx + sides.gain(y) > 1e-9 {
