@@ -59,6 +59,13 @@ pub struct UserRun {
     pub friends: usize,
     /// The fastest run, ms.
     pub ms: f64,
+    /// Of that run, the time of the friends' data reads (after the friend list is known), ms.
+    pub data_ms: f64,
+    /// Read requests (`pread` calls) that run issued: each is one block or a run of adjacent
+    /// blocks RocksDB merged. 0 without the `io-trace` feature.
+    pub requests: u64,
+    /// Of those, the requests for friends' data.
+    pub data_requests: u64,
     /// Blocks RocksDB read from files in that run: the index entry's and the data's.
     pub blocks: u64,
     /// Of those, the blocks of friends' data (Bondhu's measure: the friend list in memory).
@@ -108,6 +115,15 @@ pub struct FriendsSummary {
     /// Mean distinct 4 KiB file pages the `pread` calls touched per query (an unaligned
     /// block spans two).
     pub device_pages_mean: f64,
+    /// Mean read requests per query (`pread` calls; RocksDB issues them one at a time and
+    /// merges only adjacent blocks, so on a device without seeks time follows these more
+    /// than pages). 0 without the `io-trace` feature.
+    pub requests_mean: f64,
+    /// Of those, the requests for friends' data.
+    pub data_requests_mean: f64,
+    /// Median time of the friends' data reads alone, ms: the query once the friend list is
+    /// known (Bondhu's setting, friend lists in memory), measured on the device.
+    pub data_median_ms: f64,
     /// Mean bytes read per query (RocksDB's block bytes).
     pub bytes_read_mean: f64,
     /// Mean friends per query.
@@ -158,22 +174,25 @@ pub fn sample_users(store: &Store, n: usize, seed: u64) -> Result<Vec<u64>> {
 
 impl Store {
     /// "List all friends" as [`Store::list_friends_data`] does it, measuring the index-entry
-    /// read and the friends' data reads separately. Returns the friend count.
+    /// read and the friends' data reads separately. Returns the friend count and the data
+    /// reads' time in ms.
     fn list_friends_measured(
         &self,
         uid: u64,
         max_bytes: Option<u64>,
-    ) -> Result<(usize, IoCounters, IoCounters)> {
+    ) -> Result<(usize, IoCounters, IoCounters, f64)> {
         let view = self.view();
         let read = view.read_options();
         let (entry, index_io) = measure(|| self.entry(view.generation, uid, &read));
         let (_, mut friends) = entry?;
         friends.sort_unstable_by_key(|f| f.position);
         let positions: Vec<u64> = friends.iter().map(|f| f.position).collect();
+        let t = Instant::now();
         let (data, data_io) =
             measure(|| self.read_data_at(view.generation, &positions, max_bytes, &read));
+        let data_ms = t.elapsed().as_secs_f64() * 1e3;
         data?;
-        Ok((friends.len(), index_io, data_io))
+        Ok((friends.len(), index_io, data_io, data_ms))
     }
 
     /// Runs Bondhu's "list all friends" benchmark on this store as opened (cold or warm).
@@ -207,7 +226,7 @@ impl Store {
         );
         let mut runs = Vec::with_capacity(users.len());
         for &uid in &users {
-            let mut best: Option<(f64, IoCounters, IoCounters, usize)> = None;
+            let mut best: Option<(f64, IoCounters, IoCounters, usize, f64)> = None;
             let mut first_reads = None;
             let mut first_data_reads = None;
             for _ in 0..bench.repeat.max(1) {
@@ -215,7 +234,7 @@ impl Store {
                     self.drop_caches()?;
                 }
                 let t = Instant::now();
-                let (friends, index_io, data_io) =
+                let (friends, index_io, data_io, data_ms) =
                     self.list_friends_measured(uid, bench.fetch_bytes)?;
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 if first_reads.is_none() {
@@ -225,10 +244,10 @@ impl Store {
                     first_data_reads = Some(data_io.reads.clone());
                 }
                 if best.as_ref().is_none_or(|b| ms < b.0) {
-                    best = Some((ms, index_io, data_io, friends));
+                    best = Some((ms, index_io, data_io, friends, data_ms));
                 }
             }
-            let (ms, index_io, io, friends) = best.expect("at least one run");
+            let (ms, index_io, io, friends, data_ms) = best.expect("at least one run");
             let placed = map.place(&first_reads.unwrap_or_default());
             let model_ms = bench.device.map(|d| d.replay(&placed, &mut head));
             let data_placed = map.place(&first_data_reads.unwrap_or_default());
@@ -237,6 +256,9 @@ impl Store {
                 uid,
                 friends,
                 ms,
+                data_ms,
+                requests: (index_io.reads.len() + io.reads.len()) as u64,
+                data_requests: io.reads.len() as u64,
                 blocks: index_io.blocks + io.blocks,
                 data_blocks: io.blocks,
                 block_bytes: index_io.block_bytes + io.block_bytes,
@@ -251,6 +273,8 @@ impl Store {
         bar.finish_and_clear();
         let mut times: Vec<f64> = runs.iter().map(|r| r.ms).collect();
         times.sort_by(f64::total_cmp);
+        let mut data_times: Vec<f64> = runs.iter().map(|r| r.data_ms).collect();
+        data_times.sort_by(f64::total_cmp);
         let n = runs.len().max(1) as f64;
         let mean = |f: &dyn Fn(&UserRun) -> f64| runs.iter().map(f).sum::<f64>() / n;
         let mut model: Vec<f64> = runs.iter().filter_map(|r| r.model_ms).collect();
@@ -275,6 +299,9 @@ impl Store {
             pages_read_mean: mean(&|r| r.blocks as f64),
             data_pages_read_mean: mean(&|r| r.data_blocks as f64),
             device_pages_mean: mean(&|r| r.pages as f64),
+            requests_mean: mean(&|r| r.requests as f64),
+            data_requests_mean: mean(&|r| r.data_requests as f64),
+            data_median_ms: quantile(&data_times, 0.5),
             bytes_read_mean: mean(&|r| r.block_bytes as f64),
             friends_mean: mean(&|r| r.friends as f64),
             device_model: bench.device.map(|d| d.to_string()),

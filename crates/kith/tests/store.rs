@@ -268,6 +268,20 @@ fn bondhu_datasize_writes_csv_and_charts() {
         line.split(',').nth(8).unwrap().parse().unwrap()
     };
     assert!(pages("kith") < 0.7 * pages("default"), "{csv}");
+    // Read requests are counted from the pread trace: some for the index entry and the data,
+    // fewer for kith's packed pages; the data reads alone never take longer than the query.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let field = |method: &str, name: &str| -> f64 {
+        let line = csv.lines().find(|l| l.starts_with(&format!("40,{method},"))).unwrap();
+        line.split(',').nth(column(name)).unwrap().parse().unwrap()
+    };
+    for method in ["default", "kith"] {
+        let (all, data) = (field(method, "requests_mean"), field(method, "data_requests_mean"));
+        assert!(data >= 1.0 && all > data, "{method}: {csv}");
+        assert!(field(method, "data_median_ms") <= field(method, "median_ms"), "{csv}");
+    }
+    assert!(field("kith", "requests_mean") < field("default", "requests_mean"), "{csv}");
     assert!(!out.join("stores").exists(), "stores are removed unless --keep-stores");
     ok(&[
         "experiment",

@@ -189,7 +189,8 @@ fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell])
         "size_bytes,method,mode,users,median_ms,p5_ms,p95_ms,mean_ms,pages_read_mean,\
          data_pages_read_mean,device_pages_mean,bytes_read_mean,modelled_pages,hdd_model_median_ms,\
          hdd_model_mean_ms,hdd_model_data_mean_ms,median_improvement,hdd_model_improvement,\
-         hdd_model_data_improvement\n",
+         hdd_model_data_improvement,requests_mean,data_requests_mean,data_median_ms,\
+         data_median_improvement\n",
     );
     for c in cells {
         let s = &c.report.summary;
@@ -200,9 +201,11 @@ fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell])
         let data_improvement = base
             .and_then(|b| Some(1.0 - s.model_data_mean_ms? / b.model_data_mean_ms?))
             .unwrap_or(f64::NAN);
+        let data_time_improvement =
+            base.map_or(f64::NAN, |b| 1.0 - s.data_median_ms / b.data_median_ms);
         writeln!(
             csv,
-            "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.3},{:.3},{:.3},{:.0},{:.3},{:.3},{:.3},{:.3},{:.4},{:.4},{:.4}",
+            "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.3},{:.3},{:.3},{:.0},{:.3},{:.3},{:.3},{:.3},{:.4},{:.4},{:.4},{:.3},{:.3},{:.4},{:.4}",
             c.size,
             c.method,
             if args.warm { "warm" } else { "cold" },
@@ -221,7 +224,11 @@ fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell])
             s.model_data_mean_ms.unwrap_or(f64::NAN),
             improvement,
             model_improvement,
-            data_improvement
+            data_improvement,
+            s.requests_mean,
+            s.data_requests_mean,
+            s.data_median_ms,
+            data_time_improvement
         )?;
     }
     let csv_path = args.out.join(format!("{name}.csv"));
