@@ -23,6 +23,7 @@
 mod adjacency;
 mod bisect;
 mod la;
+mod page_counts;
 mod pages;
 
 use kith_graph::progress::Stages;

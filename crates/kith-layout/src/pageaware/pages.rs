@@ -20,9 +20,9 @@
 use kith_graph::VertexId;
 
 use super::adjacency::Adjacency;
+use super::page_counts::{Geometry, PageCounts, Span};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
-use rayon::prelude::*;
 
 /// The most target pages considered per vertex (the most frequent among its friends').
 const CANDIDATES: usize = 8;
@@ -35,127 +35,9 @@ const ROUNDS: usize = 3;
 /// page reads on a 1 M-node LFR graph and 3 % on ego-Facebook, for 40 % of the run time.
 const MAX_SWAP_RECORDS: u64 = 32;
 
-/// Per-query member counts by page.
-struct PageCounts {
-    offsets: Vec<usize>,
-    len: Vec<u32>,
-    entries: Vec<(u32, u32)>,
-}
-
-impl PageCounts {
-    /// Counts every query's members on each page they cover (`covers`, at most two pages
-    /// each); lists are built in parallel, each by sorting its pages.
-    fn build(graph: &Adjacency, covers: &[Span]) -> PageCounts {
-        let n = graph.num_nodes();
-        let room = |q: VertexId| (graph.degree(q) + 1) * 2;
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(0);
-        for q in 0..n as VertexId {
-            offsets.push(offsets[q as usize] + room(q));
-        }
-        let mut entries = vec![(0u32, 0u32); offsets[n]];
-        let mut slices = Vec::with_capacity(n);
-        let mut rest: &mut [(u32, u32)] = &mut entries;
-        for q in 0..n as VertexId {
-            let (list, tail) = rest.split_at_mut(room(q));
-            slices.push((q, list));
-            rest = tail;
-        }
-        let len: Vec<u32> = slices
-            .into_par_iter()
-            .map_init(Vec::new, |pages: &mut Vec<u32>, (q, list)| {
-                pages.clear();
-                for v in std::iter::once(q).chain(graph.neighbors(q).iter().copied()) {
-                    let span = covers[v as usize];
-                    pages.extend(span.first..=span.last);
-                }
-                pages.sort_unstable();
-                let mut len = 0;
-                for &p in pages.iter() {
-                    if len > 0 && list[len - 1].0 == p {
-                        list[len - 1].1 += 1;
-                    } else {
-                        list[len] = (p, 1);
-                        len += 1;
-                    }
-                }
-                len as u32
-            })
-            .collect();
-        PageCounts { offsets, len, entries }
-    }
-
-    fn list(&self, q: VertexId) -> &[(u32, u32)] {
-        let start = self.offsets[q as usize];
-        &self.entries[start..start + self.len[q as usize] as usize]
-    }
-
-    fn get(&self, q: VertexId, page: u32) -> u32 {
-        let list = self.list(q);
-        match list.binary_search_by_key(&page, |e| e.0) {
-            Ok(i) => list[i].1,
-            Err(_) => 0,
-        }
-    }
-
-    fn add(&mut self, q: VertexId, page: u32) {
-        let start = self.offsets[q as usize];
-        let len = self.len[q as usize] as usize;
-        let list = &mut self.entries[start..start + len + 1];
-        match list[..len].binary_search_by_key(&page, |e| e.0) {
-            Ok(i) => list[i].1 += 1,
-            Err(i) => {
-                list.copy_within(i..len, i + 1);
-                list[i] = (page, 1);
-                self.len[q as usize] += 1;
-            }
-        }
-    }
-
-    fn remove(&mut self, q: VertexId, page: u32) {
-        let start = self.offsets[q as usize];
-        let len = self.len[q as usize] as usize;
-        let list = &mut self.entries[start..start + len];
-        let i = list.binary_search_by_key(&page, |e| e.0).expect("the vertex is counted");
-        list[i].1 -= 1;
-        if list[i].1 == 0 {
-            list.copy_within(i + 1..len, i);
-            self.len[q as usize] -= 1;
-        }
-    }
-}
-
-/// The pages a record covers: the page it starts on and the page it ends on (the next one
-/// when it straddles a boundary; records are smaller than a page, so never more).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Span {
-    first: u32,
-    last: u32,
-}
-
-impl Span {
-    fn contains(self, page: u32) -> bool {
-        self.first <= page && page <= self.last
-    }
-
-    /// The pages of `self` not in `other`, at most two.
-    fn minus(self, other: Span) -> ([u32; 2], usize) {
-        let mut out = [0; 2];
-        let mut len = 0;
-        for page in self.first..=self.last {
-            if !other.contains(page) {
-                out[len] = page;
-                len += 1;
-            }
-        }
-        (out, len)
-    }
-}
-
 struct Search<'g> {
     graph: &'g Adjacency,
-    record_bytes: u64,
-    page_bytes: u64,
+    geometry: Geometry,
     order: Vec<VertexId>,
     pos: Vec<u32>,
     counts: PageCounts,
@@ -163,25 +45,15 @@ struct Search<'g> {
 
 impl Search<'_> {
     fn page_of(&self, position: usize) -> u32 {
-        (position as u64 * self.record_bytes / self.page_bytes) as u32
+        self.geometry.page_of(position)
     }
 
-    /// The pages the record at `position` is counted on.
     fn span_at(&self, position: usize) -> Span {
-        let first = self.page_of(position);
-        let end = position as u64 * self.record_bytes + self.record_bytes - 1;
-        Span { first, last: (end / self.page_bytes) as u32 }
+        self.geometry.span_at(position)
     }
 
     fn span(&self, v: VertexId) -> Span {
         self.span_at(self.pos[v as usize] as usize)
-    }
-
-    /// The positions whose records start on `page`.
-    fn page_range(&self, page: u32) -> std::ops::Range<usize> {
-        let start = (u64::from(page) * self.page_bytes).div_ceil(self.record_bytes) as usize;
-        let end = (u64::from(page + 1) * self.page_bytes).div_ceil(self.record_bytes) as usize;
-        start.min(self.order.len())..end.min(self.order.len())
     }
 
     fn queries(&self, v: VertexId) -> impl Iterator<Item = VertexId> + '_ {
@@ -349,7 +221,7 @@ impl Search<'_> {
         for &v in visit {
             let Some((target, _)) = self.best_target(v, &mut scratch) else { continue };
             partners.clear();
-            partners.extend(self.page_range(target));
+            partners.extend(self.geometry.page_range(target));
             if partners.len() > PARTNERS {
                 partners.shuffle(rng);
                 partners.truncate(PARTNERS);
@@ -391,13 +263,11 @@ impl<'g> Search<'g> {
         record_bytes: u64,
         page_bytes: u64,
     ) -> Search<'g> {
+        let geometry = Geometry { record_bytes, page_bytes, n: order.len() };
         let pos = crate::layout::inverse(&order);
-        let counts = PageCounts { offsets: Vec::new(), len: Vec::new(), entries: Vec::new() };
-        let mut search = Search { graph, record_bytes, page_bytes, order, pos, counts };
-        let covers: Vec<Span> =
-            (0..search.order.len() as VertexId).map(|v| search.span(v)).collect();
-        search.counts = PageCounts::build(graph, &covers);
-        search
+        let covers: Vec<Span> = pos.iter().map(|&p| geometry.span_at(p as usize)).collect();
+        let counts = PageCounts::build(graph, &covers);
+        Search { graph, geometry, order, pos, counts }
     }
 
     /// The page reads of all queries together.
@@ -408,19 +278,9 @@ impl<'g> Search<'g> {
     /// Puts on the last position of each page, where the record straddles into the next
     /// page, the page's member whose queries lose least by also reading that next page.
     fn place_straddlers(&mut self) {
-        let n = self.order.len();
-        let last_page = self.page_of(n - 1);
         let mut v_moves = Vec::new();
-        for page in 0..last_page {
-            let range = self.page_range(page);
-            if range.is_empty() {
-                continue;
-            }
-            let last = range.end - 1;
-            let ends = (last as u64 * self.record_bytes + self.record_bytes - 1) / self.page_bytes;
-            if ends == u64::from(page) {
-                continue;
-            }
+        for (page, last) in self.geometry.straddling_slots() {
+            let range = self.geometry.page_range(page);
             let current = self.order[last];
             if range.start == last {
                 continue;
@@ -454,23 +314,12 @@ fn place_straddlers_by_home(
     record_bytes: u64,
     page_bytes: u64,
 ) -> Vec<VertexId> {
-    let n = order.len();
-    let page_of = |position: usize| (position as u64 * record_bytes / page_bytes) as u32;
-    let page_range = |page: u32| {
-        let start = (u64::from(page) * page_bytes).div_ceil(record_bytes) as usize;
-        let end = (u64::from(page + 1) * page_bytes).div_ceil(record_bytes) as usize;
-        start.min(n)..end.min(n)
-    };
+    let geometry = Geometry { record_bytes, page_bytes, n: order.len() };
     // `reads[q] == p`: query `q` holds a record whose home is page `p`.
-    let mut reads = vec![u32::MAX; n];
-    for page in 0..page_of(n - 1) {
-        let range = page_range(page);
-        let Some(last) = range.clone().last() else { continue };
-        if (last as u64 * record_bytes + record_bytes - 1) / page_bytes == u64::from(page) {
-            continue;
-        }
+    let mut reads = vec![u32::MAX; order.len()];
+    for (page, last) in geometry.straddling_slots() {
         let next = page + 1;
-        for p in page_range(next) {
+        for p in geometry.page_range(next) {
             let w = order[p];
             reads[w as usize] = next;
             for &q in graph.neighbors(w) {
@@ -481,7 +330,10 @@ fn place_straddlers_by_home(
             let own = usize::from(reads[v as usize] != next);
             own + graph.neighbors(v).iter().filter(|&&q| reads[q as usize] != next).count()
         };
-        let best = range.min_by_key(|&p| (penalty(order[p]), p != last)).expect("a non-empty page");
+        let best = geometry
+            .page_range(page)
+            .min_by_key(|&p| (penalty(order[p]), p != last))
+            .expect("a non-empty page");
         order.swap(best, last);
     }
     order
