@@ -162,6 +162,13 @@ impl InGraph {
         self.out_degree[v as usize]
     }
 
+    /// The in-link CSR and the out-degrees, whole: `offsets` (n + 1 entries), `sources`
+    /// (vertex `v`'s in-links are `sources[offsets[v]..offsets[v + 1]]`), `out_degree`. For
+    /// kernels that walk runs of vertices without a lookup per vertex.
+    pub(crate) fn csr(&self) -> (&[u64], &[VertexId], &[u32]) {
+        (&self.offsets, &self.sources, &self.out_degree)
+    }
+
     /// Original ids by dense id.
     pub fn original_ids(&self) -> &[u64] {
         &self.ids

@@ -42,7 +42,7 @@ pub use mutual::{
     people_you_may_know_sequential,
 };
 pub use pagerank::{
-    Formulation, PageRankConfig, Precision, next_rank, pagerank, pagerank_sequential,
+    Formulation, PageRankConfig, Precision, contribution, next_rank, pagerank, pagerank_sequential,
     pagerank_vertex_program, sum_contributions,
 };
 pub use sssp::{

@@ -35,14 +35,16 @@ pub struct PageRankConfig {
     pub precision: Precision,
 }
 
-/// How contributions are held between steps. Ranks and sums are always `f64`.
+/// How contributions are held between steps, and summed when pulling. Ranks are always
+/// `f64`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Precision {
     /// Exact to the order of sums: the verifier's arithmetic.
     #[default]
     F64,
-    /// Rounded to `f32`: half the bytes in the random reads of a step, for a relative error
-    /// of about 6e-8 per contribution.
+    /// Rounded to `f32`, and summed in `f32` when pulling (as GAPBS does): half the bytes in
+    /// the random reads of a step and no conversion per in-link, for a relative error of
+    /// about 6e-8 per contribution and per addition.
     F32,
 }
 
@@ -83,7 +85,7 @@ impl VertexProgram for Program {
         self.contrib.resize(values.len(), 0.0);
         self.contrib.par_iter_mut().zip(values.par_iter()).enumerate().for_each(|(v, (c, &pr))| {
             let out = graph.out_degree(v as VertexId);
-            *c = if out == 0 { 0.0 } else { pr / f64::from(out) };
+            *c = contribution(pr, out);
         });
         if self.config.formulation == Formulation::Normalized {
             let mass: f64 = (0..graph.num_vertices() as VertexId)
@@ -117,29 +119,80 @@ impl VertexProgram for Program {
 /// in a graph of `n` vertices whose dangling mass over `n` is `dangling` (normalised only).
 #[inline]
 pub fn next_rank(config: &PageRankConfig, n: f64, sum: f64, dangling: f64) -> f64 {
-    let d = config.damping;
-    match config.formulation {
-        Formulation::LfGraph => (1.0 - d) + d * sum,
-        Formulation::Normalized => (1.0 - d) / n + d * (sum + dangling),
+    Rule::new(config, n, dangling).rank(sum)
+}
+
+/// What a vertex of rank `rank` and `out` out-links gives each: `rank · (1 / out)`, 0 without
+/// out-links. A product with the reciprocal, so that a step can work the reciprocals out once
+/// and multiply (every implementation computes it so, and they agree bit for bit).
+#[inline]
+pub fn contribution(rank: f64, out: u32) -> f64 {
+    rank * reciprocal(out)
+}
+
+/// `1 / out`, 0 for 0.
+#[inline]
+fn reciprocal(out: u32) -> f64 {
+    if out == 0 { 0.0 } else { 1.0 / f64::from(out) }
+}
+
+/// [`next_rank`] for one step, its constant part worked out once: `base + d · (sum +
+/// spread)`, with `base` `1 − d` (LFGraph) or `(1 − d)/n` (normalised) and `spread` 0 or the
+/// dangling mass over n. Adding a zero `spread` leaves a sum unchanged, so both formulations
+/// round as their definitions do.
+#[derive(Clone, Copy)]
+struct Rule {
+    base: f64,
+    d: f64,
+    spread: f64,
+}
+
+impl Rule {
+    #[inline]
+    fn new(config: &PageRankConfig, n: f64, dangling: f64) -> Rule {
+        let d = config.damping;
+        match config.formulation {
+            Formulation::LfGraph => Rule { base: 1.0 - d, d, spread: 0.0 },
+            Formulation::Normalized => Rule { base: (1.0 - d) / n, d, spread: dangling },
+        }
+    }
+
+    #[inline]
+    fn rank(&self, sum: f64) -> f64 {
+        self.base + self.d * (sum + self.spread)
     }
 }
 
-/// `Σ contrib[u]` over `links`, in two interleaved sums so that the loads of neighbouring
-/// links overlap (each is likely a cache miss on a large graph). The fused step adds in the
-/// same order, so the vertex program, the distributed one and [`pagerank`] agree bit for bit
-/// where they pull.
+/// `Σ contrib[u]` over `links`, in four interleaved sums, so that neither the loads of
+/// neighbouring links (each likely a cache miss on a large graph) nor the additions (a
+/// dependent chain of floating-point latency per sum) wait for one another: links `4k + i`
+/// go to sum `i`, the one to three left over to sums 0, 1 and 2, and the sums are added as
+/// `(s0 + s1) + (s2 + s3)`. The fused step adds in the same order, so the vertex program,
+/// the distributed one and [`pagerank`] agree bit for bit where they pull.
 #[inline]
 pub fn sum_contributions(contrib: &[f64], links: &[VertexId]) -> f64 {
-    let (mut a, mut b) = (0.0f64, 0.0f64);
-    let mut pairs = links.chunks_exact(2);
-    for p in &mut pairs {
-        a += contrib[p[0] as usize];
-        b += contrib[p[1] as usize];
+    sum_lanes(links, |u| contrib[u as usize])
+}
+
+/// The summation order of [`sum_contributions`], over `value(u)` for each link `u`, in the
+/// arithmetic of `A`.
+#[inline(always)]
+fn sum_lanes<A>(links: &[VertexId], value: impl Fn(VertexId) -> A) -> A
+where
+    A: Copy + Default + std::ops::Add<Output = A> + std::ops::AddAssign,
+{
+    let mut s = [A::default(); 4];
+    let mut quads = links.chunks_exact(4);
+    for q in &mut quads {
+        s[0] += value(q[0]);
+        s[1] += value(q[1]);
+        s[2] += value(q[2]);
+        s[3] += value(q[3]);
     }
-    if let [u] = pairs.remainder() {
-        a += contrib[*u as usize];
+    for (lane, &u) in quads.remainder().iter().enumerate() {
+        s[lane] += value(u);
     }
-    a + b
+    (s[0] + s[1]) + (s[2] + s[3])
 }
 
 /// PageRank of every vertex (by dense id), with the run's statistics and the last step's L1
@@ -150,7 +203,8 @@ pub fn sum_contributions(contrib: &[f64], links: &[VertexId]) -> f64 {
 /// order of [`sum_contributions`] when pulling (as [`pagerank_vertex_program`] and the
 /// distributed program do: equal to them bit for bit, but for the order of the global sums),
 /// and in ascending order through tiles (as [`pagerank_sequential`] does); so the results
-/// agree with both to rounding (and to `f32` rounding with [`Precision::F32`]).
+/// agree with both to rounding (and to `f32` rounding with [`Precision::F32`]). Each vertex's
+/// `1 / out(v)` is worked out once, not once a step (see [`contribution`]).
 pub fn pagerank(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats, f64) {
     pagerank_gathering(graph, config, None)
 }
@@ -159,6 +213,9 @@ pub fn pagerank(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats,
 trait Held: Copy + Default + Send + Sync + Into<f64> {
     fn hold(x: f64) -> Self;
     fn get(self) -> f64;
+    /// `Σ held[u]` over `links`, in the order of [`sum_contributions`], in this type's
+    /// arithmetic.
+    fn sum(held: &[Self], links: &[VertexId]) -> f64;
 }
 
 impl Held for f64 {
@@ -170,6 +227,10 @@ impl Held for f64 {
     fn get(self) -> f64 {
         self
     }
+    #[inline]
+    fn sum(held: &[f64], links: &[VertexId]) -> f64 {
+        sum_held(held, links)
+    }
 }
 
 impl Held for f32 {
@@ -180,6 +241,11 @@ impl Held for f32 {
     #[inline]
     fn get(self) -> f64 {
         f64::from(self)
+    }
+    #[inline]
+    fn sum(held: &[f32], links: &[VertexId]) -> f64 {
+        // SAFETY: as in `sum_held`.
+        f64::from(sum_lanes(links, |u| unsafe { *held.get_unchecked(u as usize) }))
     }
 }
 
@@ -225,6 +291,20 @@ fn cut<'a, T>(mut values: &'a mut [T], bounds: &[usize]) -> Vec<&'a mut [T]> {
 /// contributions (at most 1 MiB in `f32`) stay in cache anyway, and pulling is cheaper.
 const TILES_ABOVE: usize = 1 << 18;
 
+/// The share of in-links whose source is among the first [`TILES_ABOVE`] vertices above
+/// which pulling is chosen however large the graph: those sources' contributions stay in
+/// cache, so pulling reads mostly cache hits (a graph ordered by degree, hubs first), where
+/// tiles would add into the sums of a few hubs over and over.
+const HOT_SHARE: f64 = 0.75;
+
+/// Whether at least [`HOT_SHARE`] of `graph`'s in-links come from its first [`TILES_ABOVE`]
+/// vertices.
+fn hot_sources(graph: &InGraph) -> bool {
+    let (_, sources, _) = graph.csr();
+    let hot = sources.par_iter().filter(|&&u| (u as usize) < TILES_ABOVE).count();
+    hot as f64 >= HOT_SHARE * sources.len() as f64
+}
+
 /// How a step sums each vertex's in-neighbours' contributions.
 enum Gather {
     /// Vertex by vertex over its in-links, in chunks cut by in-links.
@@ -235,8 +315,9 @@ enum Gather {
 
 impl Gather {
     fn choose(graph: &InGraph, tiles: Option<bool>) -> Gather {
-        let use_tiles = tiles.unwrap_or(graph.is_symmetric() && graph.num_vertices() > TILES_ABOVE)
-            && graph.is_symmetric();
+        let use_tiles = tiles.unwrap_or_else(|| {
+            graph.is_symmetric() && graph.num_vertices() > TILES_ABOVE && !hot_sources(graph)
+        }) && graph.is_symmetric();
         // Tiles: each part rereads every source block, so parts are few and large (a 32nd of
         // the in-links, at most a block); pulling: many small chunks.
         let bounds = if use_tiles {
@@ -280,10 +361,7 @@ fn iterate<C: Held>(
         Formulation::LfGraph => 1.0,
         Formulation::Normalized => 1.0 / nf,
     };
-    let share = |v: VertexId, rank: f64| match graph.out_degree(v) {
-        0 => C::default(),
-        out => C::hold(rank / f64::from(out)),
-    };
+    let share = |v: VertexId, rank: f64| C::hold(contribution(rank, graph.out_degree(v)));
     let mut rank = vec![init; n];
     let mut contrib: Vec<C> = (0..n as VertexId).into_par_iter().map(|v| share(v, init)).collect();
     let mut next = vec![C::default(); n];
@@ -291,44 +369,52 @@ fn iterate<C: Held>(
     let mut dangling = dangling_count.count() as f64 * init / nf;
     let gather = Gather::choose(graph, tiles);
     let bounds = gather.bounds();
+    let (offsets, sources, out_degree) = graph.csr();
+    // `1 / out(v)` (0 without out-links), so that a step multiplies where it would divide.
+    let reciprocals: Vec<f64> = out_degree.par_iter().map(|&o| reciprocal(o)).collect();
     let longest = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     let mut stats = RunStats::default();
     let mut delta = f64::NAN;
     for _ in 0..config.iterations {
         let t = Instant::now();
-        let (held, dangling_now, gather) = (&contrib, dangling, &gather);
+        let (held, gather) = (&contrib, &gather);
+        let rule = Rule::new(&config, nf, dangling);
         let (step_delta, mass, changed) = cut(&mut rank, &bounds)
             .into_par_iter()
             .zip(cut(&mut next, &bounds))
             .zip(bounds[..bounds.len() - 1].par_iter().enumerate())
             .map_init(Vec::new, |sums, ((ranks, shares), (part, &first))| {
                 let (mut delta, mut mass, mut changed) = (0.0, 0.0, 0usize);
-                let mut finish = |j: usize, sum: f64, r: &mut f64, s: &mut C| {
-                    let v = (first + j) as VertexId;
-                    let new = next_rank(&config, nf, sum, dangling_now);
+                let mut finish = |sum: f64, per_link: f64, r: &mut f64, s: &mut C| {
+                    let new = rule.rank(sum);
                     delta += (new - *r).abs();
                     changed += usize::from(new != *r);
                     *r = new;
-                    if graph.out_degree(v) == 0 {
+                    if per_link == 0.0 {
                         mass += new;
                     }
-                    *s = share(v, new);
+                    *s = C::hold(new * per_link);
                 };
+                let end = first + ranks.len();
+                let outs = &reciprocals[first..end];
                 match gather {
                     Gather::Pull(_) => {
-                        for (j, (r, s)) in ranks.iter_mut().zip(shares).enumerate() {
-                            let sum = sum_held(held, graph.in_links((first + j) as VertexId));
-                            finish(j, sum, r, s);
+                        // The chunk's offsets, out-degrees, ranks and shares walked together:
+                        // no lookup per vertex.
+                        let links = offsets[first..=end].windows(2);
+                        for (((w, &out), r), s) in links.zip(outs).zip(ranks).zip(shares) {
+                            let sum = C::sum(held, &sources[w[0] as usize..w[1] as usize]);
+                            finish(sum, out, r, s);
                         }
                     }
                     Gather::Tiles(tiles) => {
                         sums.resize(longest, 0.0);
                         let sums = &mut sums[..ranks.len()];
                         tiles.sum_part(part, held, sums);
-                        for (j, ((r, s), &sum)) in
-                            ranks.iter_mut().zip(shares).zip(&*sums).enumerate()
+                        for (((r, s), &sum), &out) in
+                            ranks.iter_mut().zip(shares).zip(&*sums).zip(outs)
                         {
-                            finish(j, sum, r, s);
+                            finish(sum, out, r, s);
                         }
                     }
                 }
@@ -357,17 +443,7 @@ fn iterate<C: Held>(
 fn sum_held<C: Held>(held: &[C], links: &[VertexId]) -> f64 {
     // SAFETY: `held` has one entry per vertex (`iterate` allocates it so), and every in-link
     // source of an `InGraph` is a vertex (its invariant): the reads are in bounds.
-    let get = |u: VertexId| unsafe { held.get_unchecked(u as usize) }.get();
-    let (mut a, mut b) = (0.0f64, 0.0f64);
-    let mut pairs = links.chunks_exact(2);
-    for p in &mut pairs {
-        a += get(p[0]);
-        b += get(p[1]);
-    }
-    if let [u] = pairs.remainder() {
-        a += get(*u);
-    }
-    a + b
+    sum_lanes(links, |u| unsafe { held.get_unchecked(u as usize) }.get())
 }
 
 /// PageRank by LFGraph's vertex program on the engine (compute and exchange phases, changed
@@ -412,4 +488,42 @@ pub fn pagerank_sequential(graph: &InGraph, config: PageRankConfig, steps: usize
         pr = next;
     }
     pr
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kith_graph::Graph;
+
+    /// A symmetric graph of `n` vertices: a path through all of them, and `k · n` edges
+    /// between vertices drawn below `below`.
+    fn graph(n: u32, k: u32, below: u32) -> InGraph {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(below)) as u32
+        };
+        let random = (0..k * n).map(|_| (next(), next()));
+        let edges = (1..n).map(|v| (v - 1, v)).chain(random).filter(|(a, b)| a != b).collect();
+        InGraph::new(&Graph::from_edges((0..u64::from(n)).collect(), false, edges))
+    }
+
+    #[test]
+    fn large_graphs_gather_through_tiles_unless_their_sources_are_hot() {
+        let n = 4 * TILES_ABOVE as u32;
+        // Links to anywhere: three in four sources lie beyond the first TILES_ABOVE vertices.
+        let spread = graph(n, 4, n);
+        assert!(!hot_sources(&spread));
+        assert!(matches!(Gather::choose(&spread, None), Gather::Tiles(_)));
+        // Most links between hubs among the first 20,000 vertices (a graph ordered by
+        // degree): their contributions stay in cache, so pulling wins.
+        let hubs = graph(n, 6, 20_000);
+        assert!(hot_sources(&hubs));
+        assert!(matches!(Gather::choose(&hubs, None), Gather::Pull(_)));
+        // Asking overrides the choice; small graphs pull.
+        assert!(matches!(Gather::choose(&hubs, Some(true)), Gather::Tiles(_)));
+        assert!(matches!(Gather::choose(&graph(5000, 3, 5000), None), Gather::Pull(_)));
+    }
 }

@@ -4,8 +4,8 @@
 //! read back here too: triangle counts and common-friend lists from their [`Lists`].
 
 use kith_analytics::{
-    Formulation, MutualFriends, PageRankConfig, UNREACHABLE, next_distance, next_hops, next_rank,
-    sum_contributions,
+    Formulation, MutualFriends, PageRankConfig, UNREACHABLE, contribution, next_distance,
+    next_hops, next_rank, sum_contributions,
 };
 use kith_graph::for_each_common;
 use serde::{Deserialize, Serialize};
@@ -55,7 +55,7 @@ impl Program for PageRank {
         self.contrib.resize(real.len(), 0.0);
         for (slot, (c, &pr)) in self.contrib.iter_mut().zip(real).enumerate() {
             let out = part.out_degree(slot as u32);
-            *c = if out == 0 { 0.0 } else { pr / f64::from(out) };
+            *c = contribution(pr, out);
         }
         self.dangling = totals.dangling / self.n;
     }
