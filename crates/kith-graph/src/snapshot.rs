@@ -251,7 +251,8 @@ struct SectionReader<'a> {
 
 impl SectionReader<'_> {
     /// Reads the section `name` of `len` little-endian values, hashing as it goes. The
-    /// vector grows with what was read (the file's length only bounds the claim), each
+    /// vector grows with what was read, at most doubling (the file's length only bounds the
+    /// claim), each
     /// piece is handed to `check` with the value before it, and a failed allocation is an
     /// error, so a forged header cannot make the reader take memory the file does not fill.
     fn read<T: bytemuck::Pod + Default + Clone>(
@@ -265,12 +266,17 @@ impl SectionReader<'_> {
         let mut values: Vec<T> = Vec::new();
         while values.len() < len {
             let take = per_piece.min(len - values.len());
-            values.try_reserve_exact(take).map_err(|e| {
-                Error::snapshot(
-                    self.path,
-                    format!("section {name}: cannot allocate {} values: {e}", values.len() + take),
-                )
-            })?;
+            if values.capacity() - values.len() < take {
+                // Doubling up to the claim: a few reallocations (each copies what was read),
+                // not one per piece, and no room beyond `len` at the end.
+                let target = (values.capacity() * 2).max(values.len() + take).min(len);
+                values.try_reserve_exact(target - values.len()).map_err(|e| {
+                    Error::snapshot(
+                        self.path,
+                        format!("section {name}: cannot allocate {target} values: {e}"),
+                    )
+                })?;
+            }
             let at = values.len();
             values.resize(at + take, T::default());
             let piece: &mut [u8] = bytemuck::cast_slice_mut(&mut values[at..]);
