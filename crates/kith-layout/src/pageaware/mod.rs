@@ -27,7 +27,7 @@ mod page_counts;
 mod pages;
 
 use kith_graph::progress::Stages;
-use kith_graph::{Graph, VertexId};
+use kith_graph::{Graph, VertexId, WeightModel, edge_weights};
 
 use crate::arrange::arrange_communities;
 use crate::baselines::bfs_order;
@@ -52,9 +52,21 @@ pub(crate) fn pageaware_order(
     } else {
         bisect::Split::Halves { leaf: 8 }
     };
-    // Start from breadth-first order, with the graph relabelled by it so that even the top
-    // levels of the bisection find a vertex's friends nearby in memory.
-    let start = bfs_order(graph);
+    // The start, with the graph relabelled by it so that even the top levels of the
+    // bisection find a vertex's friends nearby in memory: breadth-first order; or, where the
+    // page refinement's swap rounds run (pages of a few records), Louvain's finest
+    // communities arranged by Bondhu's greedy, from which the bisection finds fewer pages
+    // (on a 1 M-node LFR graph at 400 B, 0.5 % fewer, in the same time: it converges sooner).
+    let start = if pages && pages::swap_rounds_run(config.record_bytes, config.page_bytes) {
+        stages.stage("Louvain start");
+        // Uniform weights (the pages objective counts every friend alike); a friendship graph.
+        let w = edge_weights(graph, WeightModel::Uniform).expect("an undirected graph");
+        let run = louvain(graph, &w, config.seed);
+        let finest = run.levels.first().expect("Louvain returns at least one level");
+        arrange_communities(graph, &w, finest, config.seed)
+    } else {
+        bfs_order(graph)
+    };
     let adjacency = Adjacency::from_graph(graph).relabel(&start);
     let n = start.len() as VertexId;
     let local = bisect::recursive_bisection(&adjacency, (0..n).collect(), split);

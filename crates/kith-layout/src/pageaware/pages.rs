@@ -35,6 +35,11 @@ const ROUNDS: usize = 3;
 /// page reads on a 1 M-node LFR graph and 3 % on ego-Facebook, for 40 % of the run time.
 const MAX_SWAP_RECORDS: u64 = 32;
 
+/// Whether the swap rounds run for records of `record_bytes` on pages of `page_bytes`.
+pub(crate) fn swap_rounds_run(record_bytes: u64, page_bytes: u64) -> bool {
+    page_bytes / record_bytes <= MAX_SWAP_RECORDS
+}
+
 struct Search<'g> {
     graph: &'g Adjacency,
     geometry: Geometry,
@@ -351,7 +356,7 @@ pub(crate) fn refine(
     if n < 2 || record_bytes >= page_bytes {
         return order;
     }
-    if page_bytes / record_bytes > MAX_SWAP_RECORDS {
+    if !swap_rounds_run(record_bytes, page_bytes) {
         return place_straddlers_by_home(graph, order, record_bytes, page_bytes);
     }
     let mut search = Search::new(graph, order, record_bytes, page_bytes);
