@@ -212,7 +212,6 @@ pub fn pagerank(graph: &InGraph, config: PageRankConfig) -> (Vec<f64>, RunStats,
 /// A contribution as held between steps.
 trait Held: Copy + Default + Send + Sync + Into<f64> {
     fn hold(x: f64) -> Self;
-    fn get(self) -> f64;
     /// `Σ held[u]` over `links`, in the order of [`sum_contributions`], in this type's
     /// arithmetic.
     fn sum(held: &[Self], links: &[VertexId]) -> f64;
@@ -224,12 +223,8 @@ impl Held for f64 {
         x
     }
     #[inline]
-    fn get(self) -> f64 {
-        self
-    }
-    #[inline]
     fn sum(held: &[f64], links: &[VertexId]) -> f64 {
-        sum_held(held, links)
+        sum_lanes(links, |u| read(held, u))
     }
 }
 
@@ -239,14 +234,17 @@ impl Held for f32 {
         x as f32
     }
     #[inline]
-    fn get(self) -> f64 {
-        f64::from(self)
-    }
-    #[inline]
     fn sum(held: &[f32], links: &[VertexId]) -> f64 {
-        // SAFETY: as in `sum_held`.
-        f64::from(sum_lanes(links, |u| unsafe { *held.get_unchecked(u as usize) }))
+        f64::from(sum_lanes(links, |u| read(held, u)))
     }
+}
+
+/// `held[u]`, unchecked.
+#[inline(always)]
+fn read<C: Copy>(held: &[C], u: VertexId) -> C {
+    // SAFETY: `held` has one entry per vertex (`iterate` allocates it so), and every in-link
+    // source of an `InGraph` is a vertex (its invariant): the read is in bounds.
+    unsafe { *held.get_unchecked(u as usize) }
 }
 
 /// In-links per unit of work in a fused step, at least: chunks are cut by in-links, not
@@ -436,14 +434,6 @@ fn iterate<C: Held>(
     }
     stats.steps_s = start.elapsed().as_secs_f64();
     (rank, stats, delta)
-}
-
-/// [`sum_contributions`] over held contributions.
-#[inline]
-fn sum_held<C: Held>(held: &[C], links: &[VertexId]) -> f64 {
-    // SAFETY: `held` has one entry per vertex (`iterate` allocates it so), and every in-link
-    // source of an `InGraph` is a vertex (its invariant): the reads are in bounds.
-    sum_lanes(links, |u| unsafe { held.get_unchecked(u as usize) }.get())
 }
 
 /// PageRank by LFGraph's vertex program on the engine (compute and exchange phases, changed
