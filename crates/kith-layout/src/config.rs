@@ -106,6 +106,11 @@ pub enum Objective {
     Pages,
     /// The linear-arrangement cost (Bondhu eq. 2).
     La,
+    /// Expected cold read time of "list all friends" in a store: the pages objective, then a
+    /// refinement that prices each run of adjacent pages (one read request) at many pages,
+    /// since a store's reader merges only adjacent blocks (`pageaware/requests.rs`). Stores
+    /// lay out by this objective.
+    Requests,
 }
 
 impl FromStr for Objective {
@@ -115,8 +120,9 @@ impl FromStr for Objective {
         match s {
             "pages" => Ok(Objective::Pages),
             "la" => Ok(Objective::La),
+            "requests" => Ok(Objective::Requests),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown objective {s:?}; expected pages or la"
+                "unknown objective {s:?}; expected pages, la or requests"
             ))),
         }
     }
@@ -127,6 +133,7 @@ impl fmt::Display for Objective {
         f.write_str(match self {
             Objective::Pages => "pages",
             Objective::La => "la",
+            Objective::Requests => "requests",
         })
     }
 }

@@ -226,6 +226,48 @@ pub fn mean_pages_of(graph: &Graph, layout: &Layout, record_bytes: u64, page_byt
     total as f64 / graph.num_nodes().max(1) as f64
 }
 
+/// What "list all friends" reads from a store that keeps the friend list apart and reads
+/// only the friends' records, each counted on the page it starts on (exact for a store whose
+/// blocks hold whole records): the mean pages and the mean requests, a request being a run of
+/// adjacent pages (what a reader that merges adjacent blocks, like RocksDB's `MultiGet`,
+/// issues). Users without friends read nothing and count as zero.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FriendReads {
+    /// Mean pages per query.
+    pub pages: f64,
+    /// Mean requests (runs of adjacent pages) per query.
+    pub requests: f64,
+}
+
+/// [`FriendReads`] of `layout` for records of `record_bytes` on pages of `page_bytes`.
+pub fn friend_reads(
+    graph: &Graph,
+    layout: &Layout,
+    record_bytes: u64,
+    page_bytes: u64,
+) -> FriendReads {
+    let pos = layout.positions();
+    let (pages, requests) = (0..graph.num_nodes() as VertexId)
+        .into_par_iter()
+        .map_init(Vec::new, |scratch: &mut Vec<u64>, u| {
+            scratch.clear();
+            scratch.extend(
+                graph
+                    .neighbors(u)
+                    .iter()
+                    .map(|&v| u64::from(pos[v as usize]) * record_bytes / page_bytes),
+            );
+            scratch.sort_unstable();
+            scratch.dedup();
+            let runs = scratch.windows(2).filter(|w| w[1] != w[0] + 1).count()
+                + usize::from(!scratch.is_empty());
+            (scratch.len() as u64, runs as u64)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let n = graph.num_nodes().max(1) as f64;
+    FriendReads { pages: pages as f64 / n, requests: requests as f64 / n }
+}
+
 /// A layout's improvement over a baseline layout, as fractions (positive = better).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Improvement {

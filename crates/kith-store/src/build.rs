@@ -261,12 +261,9 @@ mod tests {
             let per = model.records_per_block;
             assert!(per >= 2, "{data} B: {model:?}");
             let view = store.view();
-            let read = view.read_options();
             for p in [0, per - 1, per, 3 * per - 1, 5 * per + 1] {
                 store.drop_caches().unwrap();
-                let (got, io) = crate::io::measure(|| {
-                    store.read_data_at(view.generation, &[p, p + 1], None, &read)
-                });
+                let (got, io) = crate::io::measure(|| store.read_data_at(&view, &[p, p + 1], None));
                 got.unwrap();
                 let same = p / per == (p + 1) / per;
                 assert_eq!(

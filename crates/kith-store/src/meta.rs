@@ -4,7 +4,7 @@
 //! `layout`), without a generation; see `keys`.
 
 use kith_graph::WeightModel;
-use kith_layout::{LayoutConfig, Method};
+use kith_layout::{LayoutConfig, Method, Objective};
 use rocksdb::DB;
 use serde::{Deserialize, Serialize};
 
@@ -59,7 +59,7 @@ impl LayoutMeta {
     /// The configuration that makes this layout afresh. A layout read from a file (method
     /// `file`) is recomputed by kith's method; metadata that records no method or no model
     /// (empty, as [`LayoutMeta::default`] leaves them) takes kith's method and the default
-    /// weight model.
+    /// weight model. kith's method minimises the requests objective, as stores lay out by.
     ///
     /// # Errors
     /// [`Error::UnknownLayout`], naming the stored value, when the method or the weight
@@ -86,6 +86,8 @@ impl LayoutMeta {
             record_bytes: self.record_bytes.max(1),
             page_bytes: if self.page_bytes == 0 { BLOCK_BYTES as u64 } else { self.page_bytes },
             seed: self.seed,
+            // A store's cold reads pay per request as well as per block.
+            objective: Objective::Requests,
             ..d
         })
     }

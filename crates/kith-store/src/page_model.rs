@@ -83,16 +83,24 @@ impl PageModel {
 }
 
 /// `config` with the record and page sizes of this store's data blocks of `data_bytes`
-/// (see [`PageModel`]), so the `kith` method packs exactly the store's blocks.
+/// (see [`PageModel`]), so the `kith` method packs exactly the store's blocks; and with the
+/// pages objective turned into the requests objective, which also prices the read requests
+/// (runs of adjacent blocks) a cold "list all friends" issues, since the store's reader merges
+/// only adjacent blocks and a request costs far more than a block.
 pub fn paged_config(
     config: kith_layout::LayoutConfig,
     data_bytes: u64,
     chunk_bytes: u32,
 ) -> kith_layout::LayoutConfig {
     let model = PageModel::for_data(data_bytes, chunk_bytes);
+    let objective = match config.objective {
+        kith_layout::Objective::Pages => kith_layout::Objective::Requests,
+        other => other,
+    };
     kith_layout::LayoutConfig {
         record_bytes: model.entry_bytes,
         page_bytes: model.page_bytes(),
+        objective,
         ..config
     }
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::keys;
 use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, page_range};
 use crate::record::{self, Friend, Profile, User};
-use crate::store::Store;
+use crate::store::{BlockShape, Store, View};
 
 /// The most entries `get_random_users` reserves room for up front.
 const MAX_RANDOM_PREALLOC: usize = 1024;
@@ -138,21 +138,52 @@ impl Store {
 
     /// Reads the first `max_bytes` of the data blocks at `positions` (each `None` = all),
     /// touching only the chunks those bytes are in. Positions are read in ascending order.
+    ///
+    /// First chunks whose entries lie in one block or in adjacent blocks (by the layout's
+    /// [`BlockShape`](crate::store::BlockShape)) are read together by one scan that
+    /// prefetches the whole run of blocks in one request. RocksDB's `MultiGet` merges adjacent
+    /// blocks only within a batch of 32 keys, so a friend list with many friends in a few
+    /// blocks would otherwise cost a request per block; the rest go through `MultiGet`.
     pub(crate) fn read_data_at(
         &self,
-        generation: u32,
+        view: &View<'_>,
         positions: &[u64],
         max_bytes: Option<u64>,
-        read: &ReadOptions,
     ) -> Result<Vec<Vec<u8>>> {
+        let (generation, read) = (view.generation, &view.read_options());
         let chunk = u64::from(self.chunk_bytes);
-        let firsts =
-            self.db.multi_get_opt(positions.iter().map(|&p| keys::data(generation, p, 0)), read);
+        let shape = *self.shape.read().unwrap_or_else(PoisonError::into_inner);
+        let mut firsts: Vec<Option<Vec<u8>>> = vec![None; positions.len()];
+        let mut singles: Vec<usize> = Vec::new();
+        let mut start = 0;
+        while start < positions.len() {
+            let mut end = start + 1;
+            if shape.records > 1 {
+                while end < positions.len()
+                    && positions[end] >= positions[end - 1]
+                    && shape.blocks(positions[end - 1], positions[end]) <= 2
+                {
+                    end += 1;
+                }
+            }
+            if end - start > 1 {
+                self.scan_firsts(view, &positions[start..end], shape, &mut firsts[start..end])?;
+            } else {
+                singles.push(start);
+            }
+            start = end;
+        }
+        let got = self
+            .db
+            .multi_get_opt(singles.iter().map(|&i| keys::data(generation, positions[i], 0)), read);
+        for (value, &i) in got.into_iter().zip(&singles) {
+            firsts[i] = value?;
+        }
         let mut out = Vec::with_capacity(positions.len());
         let mut more: Vec<(usize, u64, u32)> = Vec::new();
         for (i, (got, &pos)) in firsts.into_iter().zip(positions).enumerate() {
             let key = keys::data(generation, pos, 0);
-            let value = got?.ok_or_else(|| record::corrupt(&key, "missing data chunk 0".into()))?;
+            let value = got.ok_or_else(|| record::corrupt(&key, "missing data chunk 0".into()))?;
             let (len, bytes) = record::decode_first_chunk(&key, &value)?;
             let want = max_bytes.map_or(len, |m| m.min(len));
             let mut data = bytes[..(want.min(bytes.len() as u64) as usize)].to_vec();
@@ -180,12 +211,57 @@ impl Store {
         Ok(out)
     }
 
+    /// The first chunks at `positions` (ascending, their entries in a run of adjacent
+    /// blocks) into `out`, by one forward scan whose readahead covers the run's blocks, so
+    /// that a cold read fetches them in one request.
+    fn scan_firsts(
+        &self,
+        view: &View<'_>,
+        positions: &[u64],
+        shape: BlockShape,
+        out: &mut [Option<Vec<u8>>],
+    ) -> Result<()> {
+        let generation = view.generation;
+        let (first, last) = (positions[0], positions[positions.len() - 1]);
+        let mut options = view.read_options();
+        let blocks = shape.blocks(first, last);
+        // A block is `records` entries plus its restart array and trailer.
+        let block_bytes = shape.records * shape.entry_bytes + 64;
+        options.set_readahead_size((blocks * block_bytes) as usize);
+        options.set_iterate_upper_bound(keys::data(generation, last.saturating_add(1), 0).to_vec());
+        let mut it = self.db.raw_iterator_opt(options);
+        it.seek(keys::data(generation, first, 0));
+        for (slot, &p) in out.iter_mut().zip(positions) {
+            let want = keys::data(generation, p, 0);
+            loop {
+                let Some(key) = it.key() else {
+                    it.status()?;
+                    break;
+                };
+                match key.cmp(want.as_slice()) {
+                    std::cmp::Ordering::Less => {
+                        // Step within the run; seek past another user's later chunks.
+                        let later_chunk = keys::parse(key).is_some_and(|(_, _, _, c)| c != Some(0));
+                        if later_chunk { it.seek(want) } else { it.next() }
+                    }
+                    std::cmp::Ordering::Equal => {
+                        *slot = it.value().map(<[u8]>::to_vec);
+                        break;
+                    }
+                    std::cmp::Ordering::Greater => break,
+                }
+            }
+        }
+        it.status()?;
+        Ok(())
+    }
+
     /// The first `max_bytes` of the user's data block (all of it for `None`).
     pub fn get_data(&self, uid: u64, max_bytes: Option<u64>) -> Result<Vec<u8>> {
         let view = self.view();
         let read = view.read_options();
         let (pos, _) = self.entry(view.generation, uid, &read)?;
-        let mut data = self.read_data_at(view.generation, &[pos], max_bytes, &read)?;
+        let mut data = self.read_data_at(&view, &[pos], max_bytes)?;
         Ok(data.pop().expect("one position"))
     }
 
@@ -202,7 +278,7 @@ impl Store {
         let (_, mut friends) = self.entry(view.generation, uid, &read)?;
         friends.sort_unstable_by_key(|f| f.position);
         let positions: Vec<u64> = friends.iter().map(|f| f.position).collect();
-        let data = self.read_data_at(view.generation, &positions, max_bytes, &read)?;
+        let data = self.read_data_at(&view, &positions, max_bytes)?;
         Ok(friends.iter().map(|f| f.uid).zip(data).collect())
     }
 
@@ -321,6 +397,59 @@ mod tests {
     use rand::SeedableRng;
 
     use crate::{BuildOptions, DataSpec, LayoutMeta, build};
+
+    /// Friends in a run of adjacent blocks are read by one request, friends elsewhere by
+    /// their own, and every friend gets exactly its own data, cold and warm, also a friend in
+    /// the middle of a run whose data grew to several chunks.
+    #[test]
+    fn runs_of_adjacent_blocks_are_read_by_one_request_each() {
+        use crate::OpenOptions;
+        use crate::options::CacheMode;
+        use crate::page_model::PageModel;
+        let dir = tempfile::tempdir().unwrap();
+        let n = 700u64;
+        let model = PageModel::for_data(40, crate::DEFAULT_CHUNK_BYTES);
+        let per = model.records_per_block;
+        // User 0's friends: most of blocks 1 to 3 (one run), two in block 8 and one in 12.
+        let mut friends: Vec<u64> = (per..4 * per).step_by(2).collect();
+        friends.extend([8 * per + 1, 8 * per + 5, 12 * per + 3]);
+        let edges = friends.iter().map(|&f| (0, f as u32)).collect();
+        let graph = kith_graph::Graph::from_edges((0..n).collect(), false, edges);
+        let layout = kith_layout::Layout::identity(n as usize);
+        let meta = LayoutMeta {
+            record_bytes: model.entry_bytes,
+            page_bytes: model.page_bytes(),
+            ..LayoutMeta::default()
+        };
+        let options = BuildOptions { data: DataSpec::Fixed(40), ..BuildOptions::default() };
+        drop(build(&dir.path().join("s"), &graph, &layout, meta, &options).unwrap());
+        for mode in [CacheMode::Cold, CacheMode::Warm] {
+            let opts = OpenOptions { mode, ..OpenOptions::default() };
+            let store = crate::Store::open(&dir.path().join("s"), &opts).unwrap();
+            let expected = |store: &crate::Store| -> Vec<(u64, Vec<u8>)> {
+                friends.iter().map(|&f| (f, store.get_data(f, None).unwrap())).collect()
+            };
+            let want = expected(&store);
+            store.drop_caches().unwrap();
+            let view = store.view();
+            let (got, io) =
+                crate::io::measure(|| store.read_data_at(&view, &friends, None).unwrap());
+            drop(view);
+            assert_eq!(got, want.iter().map(|w| w.1.clone()).collect::<Vec<_>>(), "{mode:?}");
+            if mode == CacheMode::Cold {
+                // Blocks 1-3, block 8, block 12.
+                assert_eq!(io.reads.len(), 3, "{mode:?}: {:?}", io.reads);
+            }
+            // A friend inside the run now has data of several chunks.
+            let big: Vec<u8> = (0..3 * crate::DEFAULT_CHUNK_BYTES).map(|i| i as u8).collect();
+            let grown = friends[friends.len() / 3];
+            store.put_data(grown, &big).unwrap();
+            let listed = store.list_friends_data(0, None).unwrap();
+            assert_eq!(listed, expected(&store), "{mode:?}");
+            assert_eq!(listed.iter().find(|l| l.0 == grown).unwrap().1, big);
+            store.put_data(grown, &want.iter().find(|w| w.0 == grown).unwrap().1).unwrap();
+        }
+    }
 
     /// A store of 31 positions of which 29 are holes: 10 random users cannot be found, and
     /// the search must end anyway, with the two users there are.

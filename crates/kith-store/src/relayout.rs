@@ -100,10 +100,8 @@ impl Store {
             .ok_or_else(|| Error::Invalid("generation counter exhausted".into()))?;
         meta.users = laid;
         meta.written_unix = now_unix();
-        let roll_every = match (meta.page_bytes, meta.record_bytes) {
-            (page, record) if record > 0 && page > record => page / record,
-            _ => 1,
-        };
+        let shape = crate::store::BlockShape::of(&meta);
+        let roll_every = shape.records;
         let plan = Plan {
             generation: new_generation,
             chunk_bytes: self.chunk_bytes,
@@ -114,6 +112,10 @@ impl Store {
             roll_every,
         };
         let read = ReadOptions::default();
+        // Writers are excluded and only a relayout flips the generation, so this view reads
+        // the old generation as it stands.
+        let view = self.view();
+        debug_assert_eq!(view.generation, old);
         let tmp = self.path.join("ingest");
         let files = write_generation(
             &self.options,
@@ -129,7 +131,7 @@ impl Store {
             },
             |v| {
                 let pos = now.position[v as usize];
-                Ok(self.read_data_at(old, &[pos], None, &read)?.pop().expect("one"))
+                Ok(self.read_data_at(&view, &[pos], None)?.pop().expect("one"))
             },
             progress,
         )?;
@@ -139,6 +141,7 @@ impl Store {
             let mut current = self.generation.write().unwrap_or_else(PoisonError::into_inner);
             ingest(&self.db, &files)?;
             *current = new_generation;
+            *self.shape.write().unwrap_or_else(PoisonError::into_inner) = shape;
             self.next_position.store(order.len() as u64, std::sync::atomic::Ordering::SeqCst);
         }
         let _ = std::fs::remove_dir_all(&tmp);

@@ -39,6 +39,9 @@ pub struct Store {
     pub(crate) writers: RwLock<()>,
     pub(crate) stripes: Box<[Mutex<()>]>,
     pub(crate) next_position: AtomicU64,
+    /// How the current layout packs data entries into blocks, for reading friends' data in
+    /// runs of adjacent blocks.
+    pub(crate) shape: RwLock<BlockShape>,
     /// The feed database (follows and posts), opened on first use.
     feed: OnceLock<FeedDb>,
     /// Held while the feed database is being opened, so it is opened once.
@@ -53,6 +56,33 @@ impl std::fmt::Debug for Store {
             .field("generation", &self.generation())
             .field("chunk_bytes", &self.chunk_bytes)
             .finish_non_exhaustive()
+    }
+}
+
+/// How a layout packs users' data entries into RocksDB blocks: `records` entries of
+/// `entry_bytes` each per block, as the layout model was given them (see `PageModel`). The
+/// read path groups friends whose entries lie in one block or in adjacent blocks and reads
+/// each group with one request; `records` 1 (entries of a block or more, or a layout
+/// computed without the store's model) reads every friend by its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockShape {
+    pub(crate) records: u64,
+    pub(crate) entry_bytes: u64,
+}
+
+impl BlockShape {
+    pub(crate) fn of(meta: &LayoutMeta) -> BlockShape {
+        match (meta.page_bytes, meta.record_bytes) {
+            (page, record) if record > 0 && page > record => {
+                BlockShape { records: page / record, entry_bytes: record }
+            }
+            _ => BlockShape { records: 1, entry_bytes: 0 },
+        }
+    }
+
+    /// The blocks that hold positions `first..=last`, at least.
+    pub(crate) fn blocks(self, first: u64, last: u64) -> u64 {
+        last / self.records - first / self.records + 1
     }
 }
 
@@ -117,6 +147,7 @@ impl Store {
         if chunk_bytes == 0 {
             return Err(record::corrupt(&keys::meta("chunk_bytes"), "zero".into()));
         }
+        let shape = BlockShape::of(&read_layout(&db)?);
         let store = Store {
             db,
             path: dir.to_path_buf(),
@@ -131,6 +162,7 @@ impl Store {
             writers: RwLock::new(()),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             next_position: AtomicU64::new(0),
+            shape: RwLock::new(shape),
             feed: OnceLock::new(),
             feed_opening: Mutex::new(()),
         };

@@ -28,7 +28,8 @@ pub fn model_parser() -> impl TypedValueParser<Value = WeightModel> {
 }
 
 fn objective_parser() -> impl TypedValueParser<Value = Objective> {
-    PossibleValuesParser::new(["pages", "la"]).map(|s| s.parse::<Objective>().expect("listed"))
+    PossibleValuesParser::new(["pages", "requests", "la"])
+        .map(|s| s.parse::<Objective>().expect("listed"))
 }
 
 /// The options every layout computation takes.
@@ -46,7 +47,9 @@ pub struct MethodOptions {
     /// kith: the record size packed into 4 KiB pages.
     #[arg(long, default_value_t = 40)]
     pub record_bytes: u64,
-    /// kith: minimise pages per friend list (pages) or the linear-arrangement cost (la).
+    /// kith: minimise pages per friend list (pages); those pages' read requests too, each a
+    /// run of adjacent pages priced at many pages (requests, what stores lay out by); or the
+    /// linear-arrangement cost (la).
     #[arg(long, default_value = "pages", value_parser = objective_parser())]
     pub objective: Objective,
     /// Seed of every random choice.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use kith_graph::{Graph, WeightModel, edge_weights};
-use kith_layout::metrics::{mean_pages_of, per_user_costs};
+use kith_layout::metrics::{friend_reads, mean_pages_of, per_user_costs};
 use kith_layout::{Layout, LayoutConfig, Method, compute};
 use kith_store::{
     BuildOptions, CacheMode, DataSpec, DeviceModel, FriendsBench, FriendsReport, OpenOptions,
@@ -63,6 +63,8 @@ struct Cell {
     size: u64,
     method: Method,
     modelled_pages: f64,
+    /// The layout model's read requests for the friends' data (runs of adjacent blocks).
+    modelled_data_requests: f64,
     report: FriendsReport,
 }
 
@@ -158,7 +160,9 @@ pub(super) fn run(args: DatasizeArgs) -> Result<()> {
             let modelled_pages =
                 mean_pages_of(&graph, &layout, config.record_bytes, config.page_bytes)
                     + FIXED_BLOCKS;
-            cells.push(Cell { size, method, modelled_pages, report });
+            let modelled_data_requests =
+                friend_reads(&graph, &layout, config.record_bytes, config.page_bytes).requests;
+            cells.push(Cell { size, method, modelled_pages, modelled_data_requests, report });
             let last = partial_spec.is_some() && i + 1 < args.sizes.len();
             if !args.keep_stores && !last {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -190,7 +194,7 @@ fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell])
          data_pages_read_mean,device_pages_mean,bytes_read_mean,modelled_pages,hdd_model_median_ms,\
          hdd_model_mean_ms,hdd_model_data_mean_ms,median_improvement,hdd_model_improvement,\
          hdd_model_data_improvement,requests_mean,data_requests_mean,data_median_ms,\
-         data_median_improvement\n",
+         data_median_improvement,modelled_data_requests\n",
     );
     for c in cells {
         let s = &c.report.summary;
@@ -205,7 +209,7 @@ fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell])
             base.map_or(f64::NAN, |b| 1.0 - s.data_median_ms / b.data_median_ms);
         writeln!(
             csv,
-            "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.3},{:.3},{:.3},{:.0},{:.3},{:.3},{:.3},{:.3},{:.4},{:.4},{:.4},{:.3},{:.3},{:.4},{:.4}",
+            "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.3},{:.3},{:.3},{:.0},{:.3},{:.3},{:.3},{:.3},{:.4},{:.4},{:.4},{:.3},{:.3},{:.4},{:.4},{:.3}",
             c.size,
             c.method,
             if args.warm { "warm" } else { "cold" },
@@ -228,7 +232,8 @@ fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell])
             s.requests_mean,
             s.data_requests_mean,
             s.data_median_ms,
-            data_time_improvement
+            data_time_improvement,
+            c.modelled_data_requests
         )?;
     }
     let csv_path = args.out.join(format!("{name}.csv"));

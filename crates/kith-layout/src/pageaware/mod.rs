@@ -14,7 +14,10 @@
 //! 2. **Page refinement** (`pages.rs`): swaps between pages that lower the page count of
 //!    every affected neighbourhood, then the choice of which member of each page takes the
 //!    slot that straddles into the next page.
-//! 3. With `--objective la`, **arrangement refinement** (`la.rs`) of two starts, the
+//! 3. With `--objective requests` (what stores lay out by), **request refinement**
+//!    (`requests.rs`): swaps that lower each friend list's read requests (runs of adjacent
+//!    pages), each priced at many pages, plus its pages.
+//! 4. With `--objective la`, **arrangement refinement** (`la.rs`) of two starts, the
 //!    bisection's order (halves down to 8 vertices) and Louvain communities arranged by
 //!    Bondhu's greedy, keeping the cheaper: median relaxation (every vertex towards the
 //!    weighted median of its friends' positions, kept when the cost falls) and exact dynamic
@@ -25,6 +28,7 @@ mod bisect;
 mod la;
 mod page_counts;
 mod pages;
+mod requests;
 
 use kith_graph::progress::Stages;
 use kith_graph::{Graph, VertexId, WeightModel, edge_weights};
@@ -45,7 +49,8 @@ pub(crate) fn pageaware_order(
     config: &LayoutConfig,
     stages: &Stages,
 ) -> Vec<VertexId> {
-    let pages = config.objective == Objective::Pages && config.record_bytes < config.page_bytes;
+    let pages = matches!(config.objective, Objective::Pages | Objective::Requests)
+        && config.record_bytes < config.page_bytes;
     stages.stage("recursive bisection");
     let split = if pages {
         bisect::Split::Pages { record_bytes: config.record_bytes, page_bytes: config.page_bytes }
@@ -83,6 +88,18 @@ pub(crate) fn pageaware_order(
             config.seed,
         );
         order = local.iter().map(|&i| order[i as usize]).collect();
+        if config.objective == Objective::Requests {
+            stages.stage("request refinement");
+            let adjacency = adjacency.relabel(&local);
+            let local = requests::refine(
+                &adjacency,
+                (0..n).collect(),
+                config.record_bytes,
+                config.page_bytes,
+                config.seed,
+            );
+            order = local.iter().map(|&i| order[i as usize]).collect();
+        }
     }
     if config.objective == Objective::La {
         // Two starts, both refined, the cheaper kept: the bisection's order, and Louvain's

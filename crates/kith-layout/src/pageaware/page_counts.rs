@@ -53,8 +53,10 @@ pub(super) struct PageCounts {
 
 impl PageCounts {
     /// Counts every query's members on each page they cover (`covers`, at most two pages
-    /// each); lists are built in parallel, each by sorting its pages.
-    pub(super) fn build(graph: &Adjacency, covers: &[Span]) -> PageCounts {
+    /// each); lists are built in parallel, each by sorting its pages. A query is a user's
+    /// closed neighbourhood `N[u]`, or with `closed` false the open one `N(u)`, the friends
+    /// alone (what a store reads for "list all friends").
+    pub(super) fn build(graph: &Adjacency, covers: &[Span], closed: bool) -> PageCounts {
         let n = graph.num_nodes();
         let room = |q: VertexId| (graph.degree(q) + 1) * 2;
         let mut offsets = Vec::with_capacity(n + 1);
@@ -74,7 +76,8 @@ impl PageCounts {
             .into_par_iter()
             .map_init(Vec::new, |pages: &mut Vec<u32>, (q, list)| {
                 pages.clear();
-                for v in std::iter::once(q).chain(graph.neighbors(q).iter().copied()) {
+                let own = closed.then_some(q);
+                for v in own.into_iter().chain(graph.neighbors(q).iter().copied()) {
                     let span = covers[v as usize];
                     pages.extend(span.first..=span.last);
                 }
@@ -107,21 +110,27 @@ impl PageCounts {
         }
     }
 
-    pub(super) fn add(&mut self, q: VertexId, page: u32) {
+    /// Counts one more member of `q` on `page`; true if `q` did not read it before.
+    pub(super) fn add(&mut self, q: VertexId, page: u32) -> bool {
         let start = self.offsets[q as usize];
         let len = self.len[q as usize] as usize;
         let list = &mut self.entries[start..start + len + 1];
         match list[..len].binary_search_by_key(&page, |e| e.0) {
-            Ok(i) => list[i].1 += 1,
+            Ok(i) => {
+                list[i].1 += 1;
+                false
+            }
             Err(i) => {
                 list.copy_within(i..len, i + 1);
                 list[i] = (page, 1);
                 self.len[q as usize] += 1;
+                true
             }
         }
     }
 
-    pub(super) fn remove(&mut self, q: VertexId, page: u32) {
+    /// Counts one member of `q` fewer on `page`; true if `q` no longer reads it.
+    pub(super) fn remove(&mut self, q: VertexId, page: u32) -> bool {
         let start = self.offsets[q as usize];
         let len = self.len[q as usize] as usize;
         let list = &mut self.entries[start..start + len];
@@ -130,7 +139,9 @@ impl PageCounts {
         if list[i].1 == 0 {
             list.copy_within(i + 1..len, i);
             self.len[q as usize] -= 1;
+            return true;
         }
+        false
     }
 }
 

@@ -271,7 +271,7 @@ impl<'g> Search<'g> {
         let geometry = Geometry { record_bytes, page_bytes, n: order.len() };
         let pos = crate::layout::inverse(&order);
         let covers: Vec<Span> = pos.iter().map(|&p| geometry.span_at(p as usize)).collect();
-        let counts = PageCounts::build(graph, &covers);
+        let counts = PageCounts::build(graph, &covers, true);
         Search { graph, geometry, order, pos, counts }
     }
 

@@ -70,7 +70,8 @@ impl LayoutChoice {
             model: self.model,
             record_bytes,
             page_bytes,
-            objective: Objective::Pages,
+            // A store's cold reads pay per request as well as per block.
+            objective: Objective::Requests,
             seed: self.seed,
             progress: true,
             ..LayoutConfig::default()
