@@ -28,8 +28,11 @@ use super::page_counts::{Geometry, PageCounts, Span};
 /// What a request costs, in pages. Measured on the VM kith's benchmarks run on, a cold read
 /// request costs ~81 µs and each further 4 KiB block of the same request ~3 µs (27 pages); a
 /// SATA SSD is nearer 90 µs against 8 µs (11); a disk pays ~4 ms of rotation against 27 µs of
-/// transfer (150). The search is not sensitive to the exact figure once it is well above 1.
-pub(crate) const REQUEST_PAGES: i64 = 24;
+/// transfer (150). 48 sits between this VM and a disk. In trial runs on ego-Facebook at 40 B,
+/// figures from 12 to 96 changed the requests per friend list by a few percent each way (fewer
+/// for higher figures, for slightly more blocks): the search is not sensitive to the exact
+/// figure once it is well above 1.
+pub(crate) const REQUEST_PAGES: i64 = 48;
 
 /// The most friends' pages tried as targets per vertex.
 const CANDIDATES: usize = 12;
