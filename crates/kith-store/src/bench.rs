@@ -209,116 +209,164 @@ impl Store {
     /// A device model or a kept trace without the `io-trace` feature: both need the
     /// device trace, which such a build does not record.
     pub fn bench_friends(&self, bench: &FriendsBench) -> Result<FriendsReport> {
-        if (bench.device.is_some() || bench.keep_trace) && !trace::ENABLED {
-            return Err(Error::Invalid(
-                "device models and traces replay the pread trace, which this build does not \
-                 record: enable kith-store's io-trace feature"
-                    .into(),
-            ));
-        }
-        let users = sample_users(self, bench.users, bench.seed)?;
-        let cold = self.mode() == CacheMode::Cold;
-        let mut map = DeviceMap::new();
-        let mut head = Head::default();
-        // For the friends' data alone, as if friend lists were in memory (Bondhu's setting).
-        let mut data_head = Head::default();
-        let bar = if bench.progress {
-            ProgressBar::new(users.len() as u64)
-        } else {
-            ProgressBar::hidden()
-        };
-        bar.set_style(
-            ProgressStyle::with_template("list all friends [{bar:40}] {pos}/{len} users ({eta})")
-                .expect("template")
-                .progress_chars("=> "),
-        );
-        let mut runs = Vec::with_capacity(users.len());
-        for &uid in &users {
-            let mut best: Option<(f64, IoCounters, IoCounters, usize, f64)> = None;
-            let mut first_reads = None;
-            let mut first_data_reads = None;
-            for _ in 0..bench.repeat.max(1) {
-                if cold {
-                    self.drop_caches()?;
-                }
-                let t = Instant::now();
-                let (friends, index_io, data_io, data_ms) =
-                    self.list_friends_measured(uid, bench.fetch_bytes)?;
-                let ms = t.elapsed().as_secs_f64() * 1e3;
-                if first_reads.is_none() {
-                    let mut reads = index_io.reads.clone();
-                    reads.extend_from_slice(&data_io.reads);
-                    first_reads = Some(reads);
-                    first_data_reads = Some(data_io.reads.clone());
-                }
-                if best.as_ref().is_none_or(|b| ms < b.0) {
-                    best = Some((ms, index_io, data_io, friends, data_ms));
-                }
-            }
-            let (ms, index_io, io, friends, data_ms) = best.expect("at least one run");
-            let placed = map.place(&first_reads.unwrap_or_default());
-            let model_ms = bench.device.map(|d| d.replay(&placed, &mut head));
-            let data_placed = map.place(&first_data_reads.unwrap_or_default());
-            let model_data_ms = bench.device.map(|d| d.replay(&data_placed, &mut data_head));
-            runs.push(UserRun {
-                uid,
-                friends,
-                ms,
-                data_ms,
-                requests: (index_io.reads.len() + io.reads.len()) as u64,
-                data_requests: io.reads.len() as u64,
-                blocks: index_io.blocks + io.blocks,
-                data_blocks: io.blocks,
-                block_bytes: index_io.block_bytes + io.block_bytes,
-                pages: index_io.pages() + io.pages(),
-                read_bytes: index_io.read_bytes() + io.read_bytes(),
-                model_ms,
-                model_data_ms,
-                trace: if bench.keep_trace { data_placed } else { Vec::new() },
-            });
-            bar.inc(1);
-        }
-        bar.finish_and_clear();
-        let mut times: Vec<f64> = runs.iter().map(|r| r.ms).collect();
-        times.sort_by(f64::total_cmp);
-        let mut data_times: Vec<f64> = runs.iter().map(|r| r.data_ms).collect();
-        data_times.sort_by(f64::total_cmp);
-        let n = runs.len().max(1) as f64;
-        let mean = |f: &dyn Fn(&UserRun) -> f64| runs.iter().map(f).sum::<f64>() / n;
-        let mut model: Vec<f64> = runs.iter().filter_map(|r| r.model_ms).collect();
-        model.sort_by(f64::total_cmp);
-        let mut model_data: Vec<f64> = runs.iter().filter_map(|r| r.model_data_ms).collect();
-        model_data.sort_by(f64::total_cmp);
-        let avg = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-        let summary = FriendsSummary {
-            users: runs.len(),
-            repeat: bench.repeat.max(1),
-            mode: self.mode(),
-            cold_means: cold.then(|| {
-                "direct reads (O_DIRECT, no OS page cache), a 4 MiB block cache emptied before \
-                 every run, and posix_fadvise(DONTNEED) on every store file before every run"
-                    .to_string()
-            }),
-            fetch_bytes: bench.fetch_bytes,
-            median_ms: quantile(&times, 0.5),
-            p5_ms: quantile(&times, 0.05),
-            p95_ms: quantile(&times, 0.95),
-            mean_ms: mean(&|r| r.ms),
-            pages_read_mean: mean(&|r| r.blocks as f64),
-            data_pages_read_mean: mean(&|r| r.data_blocks as f64),
-            device_pages_mean: mean(&|r| r.pages as f64),
-            requests_mean: mean(&|r| r.requests as f64),
-            data_requests_mean: mean(&|r| r.data_requests as f64),
-            data_median_ms: quantile(&data_times, 0.5),
-            bytes_read_mean: mean(&|r| r.block_bytes as f64),
-            friends_mean: mean(&|r| r.friends as f64),
-            device_model: bench.device.map(|d| d.to_string()),
-            model_median_ms: (!model.is_empty()).then(|| quantile(&model, 0.5)),
-            model_mean_ms: avg(&model),
-            model_data_median_ms: (!model_data.is_empty()).then(|| quantile(&model_data, 0.5)),
-            model_data_mean_ms: avg(&model_data),
-            physical_addresses: map.physical,
-        };
-        Ok(FriendsReport { summary, runs })
+        Ok(bench_friends_interleaved(&[self], bench)?.pop().expect("one store"))
     }
+
+    /// One user's query, `bench.repeat` times, the fastest kept; the first (coldest) run's
+    /// reads replayed through the device model, if any.
+    fn bench_user(&self, uid: u64, bench: &FriendsBench, state: &mut Replay) -> Result<UserRun> {
+        let cold = self.mode() == CacheMode::Cold;
+        let mut best: Option<(f64, IoCounters, IoCounters, usize, f64)> = None;
+        let mut first_reads = None;
+        let mut first_data_reads = None;
+        for _ in 0..bench.repeat.max(1) {
+            if cold {
+                self.drop_caches()?;
+            }
+            let t = Instant::now();
+            let (friends, index_io, data_io, data_ms) =
+                self.list_friends_measured(uid, bench.fetch_bytes)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if first_reads.is_none() {
+                let mut reads = index_io.reads.clone();
+                reads.extend_from_slice(&data_io.reads);
+                first_reads = Some(reads);
+                first_data_reads = Some(data_io.reads.clone());
+            }
+            if best.as_ref().is_none_or(|b| ms < b.0) {
+                best = Some((ms, index_io, data_io, friends, data_ms));
+            }
+        }
+        let (ms, index_io, io, friends, data_ms) = best.expect("at least one run");
+        let placed = state.map.place(&first_reads.unwrap_or_default());
+        let model_ms = bench.device.map(|d| d.replay(&placed, &mut state.head));
+        let data_placed = state.map.place(&first_data_reads.unwrap_or_default());
+        let model_data_ms = bench.device.map(|d| d.replay(&data_placed, &mut state.data_head));
+        Ok(UserRun {
+            uid,
+            friends,
+            ms,
+            data_ms,
+            requests: (index_io.reads.len() + io.reads.len()) as u64,
+            data_requests: io.reads.len() as u64,
+            blocks: index_io.blocks + io.blocks,
+            data_blocks: io.blocks,
+            block_bytes: index_io.block_bytes + io.block_bytes,
+            pages: index_io.pages() + io.pages(),
+            read_bytes: index_io.read_bytes() + io.read_bytes(),
+            model_ms,
+            model_data_ms,
+            trace: if bench.keep_trace { data_placed } else { Vec::new() },
+        })
+    }
+}
+
+/// A store's device-model state across the users of one benchmark.
+struct Replay {
+    map: DeviceMap,
+    head: Head,
+    /// For the friends' data alone, as if friend lists were in memory (Bondhu's setting).
+    data_head: Head,
+}
+
+impl Replay {
+    fn new() -> Replay {
+        Replay { map: DeviceMap::new(), head: Head::default(), data_head: Head::default() }
+    }
+}
+
+/// [`Store::bench_friends`] on several stores of the same graph at once: each user is
+/// queried on every store in turn before the next user, so that a device whose speed drifts
+/// over seconds (a VM's shared disk) slows every store alike rather than whichever was
+/// measured during the slow spell. Users are drawn from the first store. Returns a report per
+/// store, in order.
+///
+/// # Errors
+/// As [`Store::bench_friends`]; also a user of the first store unknown to another.
+pub fn bench_friends_interleaved(
+    stores: &[&Store],
+    bench: &FriendsBench,
+) -> Result<Vec<FriendsReport>> {
+    if (bench.device.is_some() || bench.keep_trace) && !trace::ENABLED {
+        return Err(Error::Invalid(
+            "device models and traces replay the pread trace, which this build does not \
+             record: enable kith-store's io-trace feature"
+                .into(),
+        ));
+    }
+    let Some(first) = stores.first() else { return Ok(Vec::new()) };
+    let users = sample_users(first, bench.users, bench.seed)?;
+    let mut states: Vec<Replay> = stores.iter().map(|_| Replay::new()).collect();
+    let mut runs: Vec<Vec<UserRun>> = stores.iter().map(|_| Vec::new()).collect();
+    let bar =
+        if bench.progress { ProgressBar::new(users.len() as u64) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template("list all friends [{bar:40}] {pos}/{len} users ({eta})")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    for &uid in &users {
+        for ((store, state), out) in stores.iter().zip(&mut states).zip(&mut runs) {
+            out.push(store.bench_user(uid, bench, state)?);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(stores
+        .iter()
+        .zip(states)
+        .zip(runs)
+        .map(|((store, state), runs)| summarize(store.mode(), bench, state.map.physical, runs))
+        .collect())
+}
+
+/// The summary of one store's per-user runs.
+fn summarize(
+    mode: CacheMode,
+    bench: &FriendsBench,
+    physical: bool,
+    runs: Vec<UserRun>,
+) -> FriendsReport {
+    let cold = mode == CacheMode::Cold;
+    let mut times: Vec<f64> = runs.iter().map(|r| r.ms).collect();
+    times.sort_by(f64::total_cmp);
+    let mut data_times: Vec<f64> = runs.iter().map(|r| r.data_ms).collect();
+    data_times.sort_by(f64::total_cmp);
+    let n = runs.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&UserRun) -> f64| runs.iter().map(f).sum::<f64>() / n;
+    let mut model: Vec<f64> = runs.iter().filter_map(|r| r.model_ms).collect();
+    model.sort_by(f64::total_cmp);
+    let mut model_data: Vec<f64> = runs.iter().filter_map(|r| r.model_data_ms).collect();
+    model_data.sort_by(f64::total_cmp);
+    let avg = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let summary = FriendsSummary {
+        users: runs.len(),
+        repeat: bench.repeat.max(1),
+        mode,
+        cold_means: cold.then(|| {
+            "direct reads (O_DIRECT, no OS page cache), a 4 MiB block cache emptied before \
+             every run, and posix_fadvise(DONTNEED) on every store file before every run"
+                .to_string()
+        }),
+        fetch_bytes: bench.fetch_bytes,
+        median_ms: quantile(&times, 0.5),
+        p5_ms: quantile(&times, 0.05),
+        p95_ms: quantile(&times, 0.95),
+        mean_ms: mean(&|r| r.ms),
+        pages_read_mean: mean(&|r| r.blocks as f64),
+        data_pages_read_mean: mean(&|r| r.data_blocks as f64),
+        device_pages_mean: mean(&|r| r.pages as f64),
+        requests_mean: mean(&|r| r.requests as f64),
+        data_requests_mean: mean(&|r| r.data_requests as f64),
+        data_median_ms: quantile(&data_times, 0.5),
+        bytes_read_mean: mean(&|r| r.block_bytes as f64),
+        friends_mean: mean(&|r| r.friends as f64),
+        device_model: bench.device.map(|d| d.to_string()),
+        model_median_ms: (!model.is_empty()).then(|| quantile(&model, 0.5)),
+        model_mean_ms: avg(&model),
+        model_data_median_ms: (!model_data.is_empty()).then(|| quantile(&model_data, 0.5)),
+        model_data_mean_ms: avg(&model_data),
+        physical_addresses: physical,
+    };
+    FriendsReport { summary, runs }
 }

@@ -84,9 +84,13 @@ fn store_for(
     Ok(())
 }
 
-fn measure(args: &DatasizeArgs, dir: &Path, fetch: Option<u64>) -> Result<FriendsReport> {
+/// Measures the stores in `dirs` together, users interleaved (one report each, in order).
+fn measure(args: &DatasizeArgs, dirs: &[&Path], fetch: Option<u64>) -> Result<Vec<FriendsReport>> {
     let mode = if args.warm { CacheMode::Warm } else { CacheMode::Cold };
-    let store = Store::open(dir, &OpenOptions { mode, ..OpenOptions::default() })?;
+    let stores = dirs
+        .iter()
+        .map(|dir| Store::open(dir, &OpenOptions { mode, ..OpenOptions::default() }))
+        .collect::<std::result::Result<Vec<Store>, _>>()?;
     let bench = FriendsBench {
         users: args.users,
         repeat: args.repeat,
@@ -96,7 +100,8 @@ fn measure(args: &DatasizeArgs, dir: &Path, fetch: Option<u64>) -> Result<Friend
         keep_trace: true,
         progress: true,
     };
-    Ok(store.bench_friends(&bench)?)
+    let refs: Vec<&Store> = stores.iter().collect();
+    Ok(kith_store::bench_friends_interleaved(&refs, &bench)?)
 }
 
 pub(super) fn run(args: DatasizeArgs) -> Result<()> {
@@ -116,6 +121,9 @@ pub(super) fn run(args: DatasizeArgs) -> Result<()> {
     // size and so is computed per size (with --partial: for the mean block).
     let mut fixed: Vec<(Method, Layout)> = Vec::new();
     for (i, &size) in args.sizes.iter().enumerate() {
+        // Every method's store of this size, then one measurement over all of them with
+        // the users interleaved, so that drift in the device's speed hits every layout alike.
+        let mut built: Vec<(Method, PathBuf, f64, f64)> = Vec::new();
         for &method in &args.methods {
             let record = match partial_spec {
                 Some(spec) => spec.mean().round() as u64,
@@ -144,17 +152,12 @@ pub(super) fn run(args: DatasizeArgs) -> Result<()> {
             };
             let dir =
                 stores.join(format!("{method}-{}", if partial_spec.is_some() { 0 } else { size }));
-            let (data, fetch) = match partial_spec {
-                Some(spec) => (spec, Some(size)),
-                None => (DataSpec::Fixed(size), None),
-            };
+            let data = partial_spec.unwrap_or(DataSpec::Fixed(size));
             // With --partial one store per method serves every fetch size.
             if partial_spec.is_none() || i == 0 {
                 eprintln!("bondhu-datasize: building {} ({} B)", dir.display(), size);
                 store_for(&args, &graph, &layout, &config, data, &dir)?;
             }
-            eprintln!("bondhu-datasize: {method}, {size} B");
-            let report = measure(&args, &dir, fetch)?;
             // Modelled pages: the data blocks the layout model predicts for the store's
             // entries and blocks (plus the index block every query reads).
             let modelled_pages =
@@ -162,8 +165,16 @@ pub(super) fn run(args: DatasizeArgs) -> Result<()> {
                     + FIXED_BLOCKS;
             let modelled_data_requests =
                 friend_reads(&graph, &layout, config.record_bytes, config.page_bytes).requests;
+            built.push((method, dir, modelled_pages, modelled_data_requests));
+        }
+        eprintln!("bondhu-datasize: {size} B, {} stores, users interleaved", built.len());
+        let dirs: Vec<&Path> = built.iter().map(|b| b.1.as_path()).collect();
+        let reports = measure(&args, &dirs, partial_spec.map(|_| size))?;
+        let last = partial_spec.is_some() && i + 1 < args.sizes.len();
+        for ((method, dir, modelled_pages, modelled_data_requests), report) in
+            built.into_iter().zip(reports)
+        {
             cells.push(Cell { size, method, modelled_pages, modelled_data_requests, report });
-            let last = partial_spec.is_some() && i + 1 < args.sizes.len();
             if !args.keep_stores && !last {
                 let _ = std::fs::remove_dir_all(&dir);
             }
