@@ -62,6 +62,44 @@ impl Adjacency {
     pub(crate) fn degree(&self, v: VertexId) -> usize {
         self.offsets[v as usize + 1] - self.offsets[v as usize]
     }
+
+    /// A refinement's rounds: at most `max`, the first visiting `first`, each later one the
+    /// vertices the last round moved and their neighbours. `round(visit, moved)` runs one
+    /// (pushing the vertices it moved) and says whether to go on.
+    pub(crate) fn rounds(
+        &self,
+        first: Vec<VertexId>,
+        max: usize,
+        mut round: impl FnMut(&mut [VertexId], &mut Vec<VertexId>) -> bool,
+    ) {
+        let mut visit = first;
+        let mut moved = Vec::new();
+        let mut mark = vec![false; self.num_nodes()];
+        for _ in 0..max {
+            moved.clear();
+            if !round(&mut visit, &mut moved) {
+                break;
+            }
+            self.near(&moved, &mut mark, &mut visit);
+        }
+    }
+
+    /// Into `out` (cleared), the vertices of `of` and their neighbours, each once. `mark`
+    /// (one flag per vertex, all false) is left all false.
+    fn near(&self, of: &[VertexId], mark: &mut [bool], out: &mut Vec<VertexId>) {
+        out.clear();
+        for &v in of {
+            for u in std::iter::once(v).chain(self.neighbors(v).iter().copied()) {
+                if !mark[u as usize] {
+                    mark[u as usize] = true;
+                    out.push(u);
+                }
+            }
+        }
+        for &u in out.iter() {
+            mark[u as usize] = false;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -77,21 +77,18 @@ pub(crate) fn pageaware_order(
     let local = bisect::recursive_bisection(&adjacency, (0..n).collect(), split);
     let mut order: Vec<VertexId> = local.iter().map(|&i| start[i as usize]).collect();
     if pages {
-        stages.stage("page refinement");
-        // On the graph relabelled by the order, so that the search walks memory in order.
-        let adjacency = adjacency.relabel(&local);
-        let local = pages::refine(
-            &adjacency,
-            (0..n).collect(),
-            config.record_bytes,
-            config.page_bytes,
-            config.seed,
-        );
-        order = local.iter().map(|&i| order[i as usize]).collect();
+        // Each refinement on the graph relabelled by the order so far, so that its search
+        // walks memory in order.
+        type Refine = fn(&Adjacency, Vec<VertexId>, u64, u64, u64) -> Vec<VertexId>;
+        let mut steps: Vec<(&str, Refine)> = vec![("page refinement", pages::refine)];
         if config.objective == Objective::Requests {
-            stages.stage("request refinement");
-            let adjacency = adjacency.relabel(&local);
-            let local = requests::refine(
+            steps.push(("request refinement", requests::refine));
+        }
+        let (mut adjacency, mut local) = (adjacency, local);
+        for (name, refine) in steps {
+            stages.stage(name);
+            adjacency = adjacency.relabel(&local);
+            local = refine(
                 &adjacency,
                 (0..n).collect(),
                 config.record_bytes,

@@ -363,31 +363,13 @@ pub(crate) fn refine(
     let total = search.total();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ 0x0070_6167_6573);
     // The first round visits everyone; later rounds only the vertices near a swap.
-    let mut visit: Vec<VertexId> = search.order.clone();
-    let mut moved = Vec::new();
-    let mut mark = vec![false; n];
-    for _ in 0..ROUNDS {
+    graph.rounds(search.order.clone(), ROUNDS, |visit, moved| {
         // In position order: neighbouring records share queries, so their counts are warm
         // in the cache.
         visit.sort_unstable_by_key(|&v| search.pos[v as usize]);
-        moved.clear();
-        let saved = search.round(&visit, &mut moved, &mut rng);
-        if (saved as f64) < 0.001 * total as f64 {
-            break;
-        }
-        visit.clear();
-        for &v in &moved {
-            for u in std::iter::once(v).chain(graph.neighbors(v).iter().copied()) {
-                if !mark[u as usize] {
-                    mark[u as usize] = true;
-                    visit.push(u);
-                }
-            }
-        }
-        for &u in &visit {
-            mark[u as usize] = false;
-        }
-    }
+        let saved = search.round(visit, moved, &mut rng);
+        saved as f64 >= 0.001 * total as f64
+    });
     search.place_straddlers();
     search.order
 }

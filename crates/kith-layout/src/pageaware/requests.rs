@@ -283,29 +283,11 @@ pub(crate) fn refine(
     let entries = (0..n as VertexId).map(|v| graph.degree(v) as u64).sum::<u64>();
     let budget = WORK_PER_ENTRY * entries;
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ 0x0072_6571_7565);
-    let mut visit: Vec<VertexId> = search.order.clone();
-    let mut moved = Vec::new();
-    let mut mark = vec![false; n];
-    for _ in 0..ROUNDS {
+    graph.rounds(search.order.clone(), ROUNDS, |visit, moved| {
         visit.sort_unstable_by_key(|&v| search.pos[v as usize]);
-        moved.clear();
-        let saved = search.round(&visit, &mut moved, &mut rng);
-        if (saved as f64) < 0.001 * total as f64 || search.priced > budget {
-            break;
-        }
-        visit.clear();
-        for &v in &moved {
-            for u in std::iter::once(v).chain(graph.neighbors(v).iter().copied()) {
-                if !mark[u as usize] {
-                    mark[u as usize] = true;
-                    visit.push(u);
-                }
-            }
-        }
-        for &u in &visit {
-            mark[u as usize] = false;
-        }
-    }
+        let saved = search.round(visit, moved, &mut rng);
+        saved as f64 >= 0.001 * total as f64 && search.priced <= budget
+    });
     search.order
 }
 
