@@ -35,18 +35,18 @@ use super::page_counts::{Geometry, PageCounts, Span};
 pub(crate) const REQUEST_PAGES: i64 = 48;
 
 /// The most friends' pages tried as targets per vertex.
-const CANDIDATES: usize = 12;
+const CANDIDATES: usize = 8;
 /// The most targets priced with partners, the best by the vertex's own move.
-const PRICED: usize = 8;
+const PRICED: usize = 3;
 /// The most partners tried on a target page (sampled when the page holds more records).
-const PARTNERS: usize = 64;
+const PARTNERS: usize = 24;
 /// The most rounds.
 const ROUNDS: usize = 8;
-/// The search's work bound: query changes priced, per adjacency entry. Rounds stop once past
-/// it. On ego-Facebook the rounds end by themselves first (at ~190 per entry); on a dense
-/// 15 k-user LFR graph (80 friends each) the first round takes ~290, and the next ones save a
-/// sixth as much as the first, and less, for as long each.
-const WORK_PER_ENTRY: u64 = 256;
+/// The search's work bound: query changes priced, per adjacency entry. A round stops once
+/// past it. On ego-Facebook it ends the rounds after a few; on the 200 k-user graph `kith demo`
+/// generates it keeps the refinement to a few seconds, where the page layout takes about as
+/// long.
+const WORK_PER_ENTRY: u64 = 64;
 
 struct Search<'g> {
     graph: &'g Adjacency,
@@ -57,6 +57,8 @@ struct Search<'g> {
     counts: PageCounts,
     /// Query changes priced so far: the search's work.
     priced: u64,
+    /// The most work: a round stops early past it.
+    budget: u64,
 }
 
 /// The change in runs when a query starts (`sign` 1) or stops (`sign` -1) reading a page,
@@ -81,7 +83,7 @@ impl<'g> Search<'g> {
             })
             .collect();
         let counts = PageCounts::build(graph, &homes, false);
-        Search { graph, geometry, order, pos, counts, priced: 0 }
+        Search { graph, geometry, order, pos, counts, priced: 0, budget: u64::MAX }
     }
 
     fn home(&self, v: VertexId) -> u32 {
@@ -220,6 +222,9 @@ impl<'g> Search<'g> {
         let (mut scratch, mut targets, mut partners) = (Vec::new(), Vec::new(), Vec::new());
         let (mut changes, mut ranked) = (Vec::new(), Vec::new());
         for &v in visit {
+            if self.priced > self.budget {
+                break;
+            }
             self.targets(v, &mut scratch, &mut targets);
             let a = self.home(v);
             // Screen the targets by `v`'s own move; price swaps on the best few.
@@ -281,12 +286,12 @@ pub(crate) fn refine(
     let mut search = Search::new(graph, order, geometry);
     let total = search.total();
     let entries = (0..n as VertexId).map(|v| graph.degree(v) as u64).sum::<u64>();
-    let budget = WORK_PER_ENTRY * entries;
+    search.budget = WORK_PER_ENTRY * entries;
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ 0x0072_6571_7565);
     graph.rounds(search.order.clone(), ROUNDS, |visit, moved| {
         visit.sort_unstable_by_key(|&v| search.pos[v as usize]);
         let saved = search.round(visit, moved, &mut rng);
-        saved as f64 >= 0.001 * total as f64 && search.priced <= budget
+        saved as f64 >= 0.001 * total as f64 && search.priced <= search.budget
     });
     search.order
 }
