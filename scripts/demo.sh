@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null 2>&1; then
-    echo "demo.sh: cargo not found; kith needs a Rust toolchain (rustup, Rust >= 1.88)" >&2
+    echo "demo.sh: cargo not found; kith needs a Rust toolchain (rustup, Rust >= 1.89)" >&2
     exit 1
 fi
 bash scripts/system-deps.sh

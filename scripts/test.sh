@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 need() { command -v "$1" >/dev/null 2>&1; }
 if ! need cargo; then
-    echo "test.sh: cargo not found; kith needs a Rust toolchain (rustup, Rust >= 1.88)" >&2
+    echo "test.sh: cargo not found; kith needs a Rust toolchain (rustup, Rust >= 1.89)" >&2
     exit 1
 fi
 cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt

@@ -44,7 +44,9 @@ pub enum Precision {
     F64,
     /// Rounded to `f32`, and summed in `f32` when pulling (as GAPBS does): half the bytes in
     /// the random reads of a step and no conversion per in-link, for a relative error of
-    /// about 6e-8 per contribution and per addition.
+    /// about 6e-8 per contribution and per addition. Where the CPU has AVX-512, a pulling
+    /// run gathers by vector gathers when they prove faster in its first step, with the same
+    /// sums.
     F32,
 }
 
@@ -215,6 +217,72 @@ trait Held: Copy + Default + Send + Sync + Into<f64> {
     /// `Σ held[u]` over `links`, in the order of [`sum_contributions`], in this type's
     /// arithmetic.
     fn sum(held: &[Self], links: &[VertexId]) -> f64;
+
+    /// Each vertex of `run` pulled: `settle(sum, 1 / out, rank, share)` with the sum of its
+    /// in-neighbours' contributions in `held` (as [`Held::sum`] adds it, by vector gathers
+    /// when `gathers` and the type has them), its tallies added up in vertex order.
+    #[inline]
+    fn pull(held: &[Self], run: Pull<'_, Self>, settle: impl Settle<Self>, gathers: bool) -> Tally {
+        let _ = gathers;
+        run.each(|links| Self::sum(held, links), settle)
+    }
+
+    /// Whether [`Held::pull`] can gather `held` by vector gathers on this CPU.
+    #[inline]
+    fn can_gather(held: &[Self]) -> bool {
+        let _ = held;
+        false
+    }
+}
+
+/// What a step adds up over its vertices: the L1 change of the ranks, the rank of vertices
+/// without out-links (to spread), and how many ranks changed.
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    delta: f64,
+    mass: f64,
+    changed: usize,
+}
+
+impl std::ops::AddAssign for Tally {
+    #[inline(always)]
+    fn add_assign(&mut self, other: Tally) {
+        self.delta += other.delta;
+        self.mass += other.mass;
+        self.changed += other.changed;
+    }
+}
+
+/// One vertex's end of a step, `(sum, 1 / out, rank, share)`: its new rank and next share
+/// written, its tallies returned. A function of its arguments, so that a run's tallies
+/// stay in registers from vertex to vertex rather than in the memory of a closure's
+/// captured counters (a store and a load in every vertex's chain).
+trait Settle<C>: Fn(f64, f64, &mut f64, &mut C) -> Tally {}
+impl<C, F: Fn(f64, f64, &mut f64, &mut C) -> Tally> Settle<C> for F {}
+
+/// A run of consecutive vertices to pull: their in-link offsets (one more than vertices),
+/// `1 / out` each, and their ranks and next contributions to write.
+struct Pull<'a, C> {
+    offsets: &'a [u64],
+    sources: &'a [VertexId],
+    outs: &'a [f64],
+    ranks: &'a mut [f64],
+    shares: &'a mut [C],
+}
+
+impl<C> Pull<'_, C> {
+    /// `settle(sum(links), 1 / out, rank, share)` for each vertex in turn, the tallies added
+    /// in vertex order: the offsets, the reciprocals, the ranks and the shares walked
+    /// together, with no lookup per vertex.
+    #[inline(always)]
+    fn each(self, sum: impl Fn(&[VertexId]) -> f64, settle: impl Settle<C>) -> Tally {
+        let Pull { offsets, sources, outs, ranks, shares } = self;
+        let mut tally = Tally::default();
+        for (((w, &out), r), s) in offsets.windows(2).zip(outs).zip(ranks).zip(shares) {
+            tally += settle(sum(&sources[w[0] as usize..w[1] as usize]), out, r, s);
+        }
+        tally
+    }
 }
 
 impl Held for f64 {
@@ -237,6 +305,163 @@ impl Held for f32 {
     fn sum(held: &[f32], links: &[VertexId]) -> f64 {
         f64::from(sum_lanes(links, |u| read(held, u)))
     }
+
+    /// Through [`gather16`] when `gathers` (the caller checked [`Held::can_gather`]), else
+    /// link by link: the same sums either way.
+    #[inline]
+    fn pull(held: &[f32], run: Pull<'_, f32>, settle: impl Settle<f32>, gathers: bool) -> Tally {
+        #[cfg(target_arch = "x86_64")]
+        if gathers && gather16::usable(held) {
+            // SAFETY: `usable` checked that the CPU has AVX-512F and that every vertex id
+            // is a valid gather index.
+            return unsafe { gather16::pull(held, run, settle) };
+        }
+        let _ = gathers;
+        run.each(|links| Self::sum(held, links), settle)
+    }
+
+    #[inline]
+    fn can_gather(held: &[f32]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return gather16::usable(held);
+        #[cfg(not(target_arch = "x86_64"))]
+        return false;
+    }
+}
+
+/// `f32` contributions gathered by AVX-512. A list's first four links are loaded one by one
+/// into four lanes, with no branch on the list's length (two in three of
+/// soc-Slashdot0902's users have at most four in-links, and a gather costs as much for one
+/// link as for sixteen); the rest are gathered sixteen at a time, the last ones by one
+/// masked gather, and each sixteen added to the four lanes a quarter at a time. So lane `i`
+/// adds links `4k + i` in ascending order and the lanes are added as `(s0 + s1) + (s2 +
+/// s3)`: the order of [`sum_lanes`], and the sums are those of [`Held::sum`] bit for bit
+/// (missing links add zeros, which change no sum of contributions, all at least zero).
+///
+/// Which is faster depends on the graph's order, not its size: on soc-Slashdot0902 as
+/// published gathers take about a fifth less time than loads link by link, and in degree
+/// order (hubs first, their contributions in the L1 cache) about half again more. So a run
+/// tries both ([`Way`]).
+#[cfg(target_arch = "x86_64")]
+mod gather16 {
+    use std::arch::x86_64::{
+        __m128, __m512, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_movehl_ps, _mm_setr_ps,
+        _mm_setzero_ps, _mm_shuffle_ps, _mm512_castps512_ps128, _mm512_extractf32x4_ps,
+        _mm512_mask_i32gather_ps, _mm512_maskz_loadu_epi32, _mm512_setzero_ps,
+    };
+
+    use super::{Pull, Settle, Tally, VertexId};
+
+    /// Whether the CPU has AVX-512F and `held`'s indices fit the gather's signed 32 bits.
+    #[inline]
+    pub(super) fn usable(held: &[f32]) -> bool {
+        held.len() <= i32::MAX as usize && std::arch::is_x86_feature_detected!("avx512f")
+    }
+
+    /// [`Held::pull`](super::Held::pull) with [`sum`].
+    ///
+    /// # Safety
+    /// As [`sum`], for every vertex of `run`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pull(held: &[f32], run: Pull<'_, f32>, settle: impl Settle<f32>) -> Tally {
+        let Pull { offsets, sources, outs, ranks, shares } = run;
+        let mut tally = Tally::default();
+        for (((w, &out), r), s) in offsets.windows(2).zip(outs).zip(ranks).zip(shares) {
+            // SAFETY: the caller's promises.
+            let sum = unsafe { sum(held, sources, w[0] as usize..w[1] as usize) };
+            tally += settle(f64::from(sum), out, r, s);
+        }
+        tally
+    }
+
+    /// `Σ held[u]` over the links `sources[list]`, in the order of
+    /// [`sum_lanes`](super::sum_lanes).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F, `list` must lie in `sources`, every entry of `sources`
+    /// must index `held`, and `held` must have at most `i32::MAX` entries ([`usable`]).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn sum(
+        held: &[f32],
+        sources: &[VertexId],
+        list: std::ops::Range<usize>,
+    ) -> f32 {
+        let links = &sources[list.clone()];
+        let lanes = if let Some(four) = sources.get(list.start..list.start + 4) {
+            // The four entries from the list's start, past its end too (they are the next
+            // lists' links, vertices all the same), each kept only if it is the list's.
+            let head: [f32; 4] = std::array::from_fn(|i| {
+                // SAFETY: every entry of `sources` indexes `held` (the caller's promise).
+                let value = unsafe { *held.get_unchecked(four[i] as usize) };
+                if i < links.len() { value } else { 0.0 }
+            });
+            let lanes = _mm_setr_ps(head[0], head[1], head[2], head[3]);
+            match links.get(4..) {
+                // SAFETY: the caller's promises.
+                Some(tail) if !tail.is_empty() => unsafe { gather_into(lanes, held, tail) },
+                _ => lanes,
+            }
+        } else {
+            // Near the end of `sources`: all of the list by gathers.
+            // SAFETY: the caller's promises.
+            unsafe { gather_into(_mm_setzero_ps(), held, links) }
+        };
+        // (s0 + s1) + (s2 + s3): lanes 0 and 2 of the lanes plus their neighbours.
+        let pairs = _mm_add_ps(lanes, _mm_shuffle_ps::<0b10_11_00_01>(lanes, lanes));
+        _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehl_ps(pairs, pairs)))
+    }
+
+    /// `lanes` plus `held[u]` over `links`, sixteen links to a gather, each sixteen added a
+    /// quarter at a time (links `4k..4k + 4` after another, as
+    /// [`sum_lanes`](super::sum_lanes) adds them).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F, and each of `links` must index `held`, which has at most
+    /// `i32::MAX` entries.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn gather_into(mut lanes: __m128, held: &[f32], links: &[VertexId]) -> __m128 {
+        let mut sixteens = links.chunks_exact(16);
+        for chunk in &mut sixteens {
+            // SAFETY: all sixteen lanes are `chunk`'s, and the caller's promises.
+            lanes = add_quarters(lanes, unsafe { gather(held, chunk, u16::MAX) });
+        }
+        let rest = sixteens.remainder();
+        if rest.is_empty() {
+            return lanes;
+        }
+        let mask = ((1u32 << rest.len()) - 1) as u16;
+        // SAFETY: the mask covers `rest`'s entries only, and the caller's promises.
+        add_quarters(lanes, unsafe { gather(held, rest, mask) })
+    }
+
+    /// `held[u]` for the first links of `links` that `mask` covers (bit `i` for link `i`),
+    /// 0 in the other lanes.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F, `mask` must cover only entries of `links`, and each of
+    /// those must index `held`, which has at most `i32::MAX` entries.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn gather(held: &[f32], links: &[VertexId], mask: u16) -> __m512 {
+        // SAFETY: the caller's promises: the masked load reads only `links`' entries and
+        // the masked gather only their vertices' entries of `held`.
+        unsafe {
+            let at = _mm512_maskz_loadu_epi32(mask, links.as_ptr().cast());
+            _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), mask, at, held.as_ptr())
+        }
+    }
+
+    /// `lanes` plus sixteen values a quarter at a time.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn add_quarters(lanes: __m128, values: __m512) -> __m128 {
+        let lanes = _mm_add_ps(lanes, _mm512_castps512_ps128(values));
+        let lanes = _mm_add_ps(lanes, _mm512_extractf32x4_ps::<1>(values));
+        let lanes = _mm_add_ps(lanes, _mm512_extractf32x4_ps::<2>(values));
+        _mm_add_ps(lanes, _mm512_extractf32x4_ps::<3>(values))
+    }
 }
 
 /// `held[u]`, unchecked.
@@ -249,23 +474,40 @@ fn read<C: Copy>(held: &[C], u: VertexId) -> C {
 
 /// In-links per unit of work in a fused step, at least: chunks are cut by in-links, not
 /// vertices, so that a chunk of hubs is not one thread's whole step on a skewed graph.
-const CHUNK_LINKS: usize = 1 << 15;
+const CHUNK_LINKS: usize = 1 << 13;
 
 /// Chunks of consecutive vertices holding about a `pieces`th of the in-links each (at least
 /// [`CHUNK_LINKS`]), and at most `most` vertices, cut only after multiples of `align`
-/// vertices (which divides `most`); returns their first vertices and `n` at the end. The cut
-/// does not depend on the thread count, and neither do the results.
+/// vertices (which divides `most`); returns their first vertices and `n` at the end. A
+/// vertex weighs its in-links and one, and each chunk ends at the first aligned vertex at
+/// which its weight reaches the share (or at `most` vertices): found by bisecting the
+/// offsets, not by a pass over the vertices. The cut does not depend on the thread count,
+/// and neither do the results.
 fn chunk_bounds(graph: &InGraph, pieces: usize, most: usize, align: usize) -> Vec<usize> {
     let n = graph.num_vertices();
+    let (offsets, _, _) = graph.csr();
+    // The weight of the vertices before `x`.
+    let weight = |x: usize| offsets[x] as usize + x;
     let per = (graph.num_in_links() / pieces).max(CHUNK_LINKS);
     let mut bounds = vec![0];
-    let mut links = 0;
-    for v in 0..n {
-        links += graph.in_links(v as VertexId).len() + 1;
-        let aligned = (v + 1) % align == 0;
-        if aligned && (links >= per || v + 1 - bounds[bounds.len() - 1] == most) {
-            bounds.push(v + 1);
-            links = 0;
+    let mut first = 0;
+    loop {
+        // The chunk ends at `first + k · align` for the least k ≥ 1 at which it weighs
+        // `per`, or at `most` vertices; none ends past `n`.
+        let (candidates, reach) = ((n - first) / align, weight(first) + per);
+        let (mut light, mut heavy) = (0, candidates + 1);
+        while heavy - light > 1 {
+            let k = light + (heavy - light) / 2;
+            if weight(first + k * align) < reach { light = k } else { heavy = k }
+        }
+        let k = heavy.min(most / align);
+        if k > candidates {
+            break;
+        }
+        first += k * align;
+        bounds.push(first);
+        if first == n {
+            break;
         }
     }
     if bounds.last() != Some(&n) {
@@ -295,12 +537,58 @@ const TILES_ABOVE: usize = 1 << 18;
 /// tiles would add into the sums of a few hubs over and over.
 const HOT_SHARE: f64 = 0.75;
 
-/// Whether at least [`HOT_SHARE`] of `graph`'s in-links come from its first [`TILES_ABOVE`]
-/// vertices.
+/// Whether at least [`HOT_SHARE`] of a symmetric `graph`'s in-links come from its first
+/// [`TILES_ABOVE`] vertices. On a symmetric graph those are the out-links of the first
+/// vertices, which are their in-links too: the offset at which the first vertex past them
+/// starts, with no pass over the links.
 fn hot_sources(graph: &InGraph) -> bool {
-    let (_, sources, _) = graph.csr();
-    let hot = sources.par_iter().filter(|&&u| (u as usize) < TILES_ABOVE).count();
+    debug_assert!(graph.is_symmetric());
+    let (offsets, sources, _) = graph.csr();
+    let hot = offsets[TILES_ABOVE.min(graph.num_vertices())];
     hot as f64 >= HOT_SHARE * sources.len() as f64
+}
+
+/// Whether a pulling run's steps gather by vector gathers or load link by link (the same
+/// sums either way). The first step tries both, on alternate chunks (so both ways see every
+/// stretch of the vertices), and the way with the lower time per in-link and vertex does
+/// the rest; a run that cannot gather loads throughout.
+struct Way {
+    can: bool,
+    chosen: bool,
+    /// The first step's seconds and weights (in-links and vertices) by way: loads, gathers.
+    trial: [(f64, usize); 2],
+}
+
+impl Way {
+    fn new(can: bool) -> Way {
+        Way { can, chosen: false, trial: [(0.0, 0); 2] }
+    }
+
+    /// Whether `step` times its chunks.
+    fn trying(&self, step: usize) -> bool {
+        self.can && step == 0
+    }
+
+    /// Whether chunk `part` of `step` gathers.
+    fn gathers(&self, step: usize, part: usize) -> bool {
+        if self.trying(step) { part % 2 == 1 } else { self.chosen }
+    }
+
+    /// A chunk of the first step timed.
+    fn timed(&mut self, gathers: bool, seconds: f64, weight: usize) {
+        let (s, w) = &mut self.trial[usize::from(gathers)];
+        *s += seconds;
+        *w += weight;
+    }
+
+    /// Picks the way after the first step: gathers when they took less time per unit of
+    /// weight (and both were tried).
+    fn choose(&mut self) {
+        let [(loads_s, loads_w), (gathers_s, gathers_w)] = self.trial;
+        self.chosen = loads_w > 0
+            && gathers_w > 0
+            && gathers_s * (loads_w as f64) < loads_s * (gathers_w as f64);
+    }
 }
 
 /// How a step sums each vertex's in-neighbours' contributions.
@@ -359,69 +647,80 @@ fn iterate<C: Held>(
         Formulation::LfGraph => 1.0,
         Formulation::Normalized => 1.0 / nf,
     };
-    let share = |v: VertexId, rank: f64| C::hold(contribution(rank, graph.out_degree(v)));
+    let (offsets, sources, out_degree) = graph.csr();
     let mut rank = vec![init; n];
-    let mut contrib: Vec<C> = (0..n as VertexId).into_par_iter().map(|v| share(v, init)).collect();
+    // `1 / out(v)` (0 without out-links), so that a step multiplies where it would divide,
+    // and the first contributions `init · (1 / out(v))`, as `contribution` works them out.
+    let (reciprocals, mut contrib): (Vec<f64>, Vec<C>) =
+        out_degree.par_iter().map(|&o| (reciprocal(o), C::hold(contribution(init, o)))).unzip();
     let mut next = vec![C::default(); n];
-    let dangling_count = (0..n as VertexId).into_par_iter().filter(|&v| graph.out_degree(v) == 0);
-    let mut dangling = dangling_count.count() as f64 * init / nf;
+    let mut dangling = out_degree.iter().filter(|&&o| o == 0).count() as f64 * init / nf;
     let gather = Gather::choose(graph, tiles);
     let bounds = gather.bounds();
-    let (offsets, sources, out_degree) = graph.csr();
-    // `1 / out(v)` (0 without out-links), so that a step multiplies where it would divide.
-    let reciprocals: Vec<f64> = out_degree.par_iter().map(|&o| reciprocal(o)).collect();
     let longest = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     let mut stats = RunStats::default();
     let mut delta = f64::NAN;
-    for _ in 0..config.iterations {
+    let mut way = Way::new(matches!(gather, Gather::Pull(_)) && C::can_gather(&contrib));
+    for step in 0..config.iterations {
         let t = Instant::now();
-        let (held, gather) = (&contrib, &gather);
+        let (held, gather, way_now) = (&contrib, &gather, &way);
         let rule = Rule::new(&config, nf, dangling);
-        let (step_delta, mass, changed) = cut(&mut rank, &bounds)
+        let tally = cut(&mut rank, &bounds)
             .into_par_iter()
             .zip(cut(&mut next, &bounds))
             .zip(bounds[..bounds.len() - 1].par_iter().enumerate())
             .map_init(Vec::new, |sums, ((ranks, shares), (part, &first))| {
-                let (mut delta, mut mass, mut changed) = (0.0, 0.0, 0usize);
-                let mut finish = |sum: f64, per_link: f64, r: &mut f64, s: &mut C| {
+                let gathers = way_now.gathers(step, part);
+                let clock = way_now.trying(step).then(Instant::now);
+                let settle = |sum: f64, per_link: f64, r: &mut f64, s: &mut C| {
                     let new = rule.rank(sum);
-                    delta += (new - *r).abs();
-                    changed += usize::from(new != *r);
+                    let tally = Tally {
+                        delta: (new - *r).abs(),
+                        mass: if per_link == 0.0 { new } else { 0.0 },
+                        changed: usize::from(new != *r),
+                    };
                     *r = new;
-                    if per_link == 0.0 {
-                        mass += new;
-                    }
                     *s = C::hold(new * per_link);
+                    tally
                 };
                 let end = first + ranks.len();
                 let outs = &reciprocals[first..end];
-                match gather {
+                let tally = match gather {
                     Gather::Pull(_) => {
-                        // The chunk's offsets, out-degrees, ranks and shares walked together:
-                        // no lookup per vertex.
-                        let links = offsets[first..=end].windows(2);
-                        for (((w, &out), r), s) in links.zip(outs).zip(ranks).zip(shares) {
-                            let sum = C::sum(held, &sources[w[0] as usize..w[1] as usize]);
-                            finish(sum, out, r, s);
-                        }
+                        let offsets = &offsets[first..=end];
+                        let run = Pull { offsets, sources, outs, ranks, shares };
+                        C::pull(held, run, settle, gathers)
                     }
                     Gather::Tiles(tiles) => {
                         sums.resize(longest, 0.0);
                         let sums = &mut sums[..ranks.len()];
                         tiles.sum_part(part, held, sums);
+                        let mut tally = Tally::default();
                         for (((r, s), &sum), &out) in
                             ranks.iter_mut().zip(shares).zip(&*sums).zip(outs)
                         {
-                            finish(sum, out, r, s);
+                            tally += settle(sum, out, r, s);
                         }
+                        tally
                     }
-                }
-                (delta, mass, changed)
+                };
+                let weight = (offsets[end] - offsets[first]) as usize + (end - first);
+                (tally, clock.map(|c| (gathers, c.elapsed().as_secs_f64(), weight)))
             })
             .collect::<Vec<_>>()
             .into_iter()
             // Summed in part order: the same sums on any number of threads.
-            .fold((0.0, 0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+            .fold(Tally::default(), |mut a, (b, timed)| {
+                if let Some((gathers, seconds, weight)) = timed {
+                    way.timed(gathers, seconds, weight);
+                }
+                a += b;
+                a
+            });
+        if way.trying(step) {
+            way.choose();
+        }
+        let Tally { delta: step_delta, mass, changed } = tally;
         std::mem::swap(&mut contrib, &mut next);
         dangling = mass / nf;
         delta = step_delta;
@@ -500,6 +799,81 @@ mod tests {
         InGraph::new(&Graph::from_edges((0..u64::from(n)).collect(), false, edges))
     }
 
+    /// [`chunk_bounds`] as a pass over the vertices: the definition.
+    fn chunk_bounds_by_pass(
+        graph: &InGraph,
+        pieces: usize,
+        most: usize,
+        align: usize,
+    ) -> Vec<usize> {
+        let n = graph.num_vertices();
+        let per = (graph.num_in_links() / pieces).max(CHUNK_LINKS);
+        let mut bounds = vec![0];
+        let mut links = 0;
+        for v in 0..n {
+            links += graph.in_links(v as VertexId).len() + 1;
+            let aligned = (v + 1) % align == 0;
+            if aligned && (links >= per || v + 1 - bounds[bounds.len() - 1] == most) {
+                bounds.push(v + 1);
+                links = 0;
+            }
+        }
+        if bounds.last() != Some(&n) {
+            bounds.push(n);
+        }
+        bounds
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn gathered_sums_equal_loaded_ones_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512F on this CPU: gathers are never used, nothing to compare");
+            return;
+        }
+        let mut next = crate::tests::xorshift(7);
+        // Contributions over many magnitudes, so that the order of the additions shows.
+        let held: Vec<f32> = (0..5000)
+            .map(|_| (next() % 1_000_000) as f32 * 2f32.powi((next() % 40) as i32 - 30))
+            .collect();
+        let sources: Vec<VertexId> = (0..3000).map(|_| (next() % 5000) as VertexId).collect();
+        let mut lists = vec![];
+        for len in 0..70 {
+            lists.push((0, len));
+            lists.push((sources.len() - len, len));
+            for cut in 1..4 {
+                lists.push((sources.len() - len - cut.min(sources.len() - len), len));
+            }
+            lists.push(((next() % 2900) as usize, len));
+        }
+        lists.push((0, sources.len()));
+        for (start, len) in lists {
+            let list = start..start + len;
+            let loaded = sum_lanes(&sources[list.clone()], |u| held[u as usize]);
+            // SAFETY: the CPU has AVX-512F, the list lies in `sources`, every source indexes
+            // `held`, which is small.
+            let gathered = unsafe { gather16::sum(&held, &sources, list.clone()) };
+            assert_eq!(gathered.to_bits(), loaded.to_bits(), "{list:?}");
+        }
+    }
+
+    #[test]
+    fn chunks_are_cut_as_a_pass_would_cut_them() {
+        for (n, k, below) in [(1, 0, 1), (300, 2, 300), (5000, 3, 5000), (70_000, 4, 2000)] {
+            let g = graph(n, k, below);
+            for (pieces, most, align) in
+                [(256, usize::MAX, 1), (32, BLOCK, ALIGN), (3, 512, 256), (1000, 7, 7), (64, 2, 1)]
+            {
+                let cut = chunk_bounds(&g, pieces, most, align);
+                assert_eq!(
+                    cut,
+                    chunk_bounds_by_pass(&g, pieces, most, align),
+                    "{n} {pieces} {most} {align}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn large_graphs_gather_through_tiles_unless_their_sources_are_hot() {
         let n = 4 * TILES_ABOVE as u32;
@@ -512,6 +886,12 @@ mod tests {
         let hubs = graph(n, 6, 20_000);
         assert!(hot_sources(&hubs));
         assert!(matches!(Gather::choose(&hubs, None), Gather::Pull(_)));
+        // The offset counts what a pass over the links would.
+        for g in [&spread, &hubs] {
+            let (offsets, sources, _) = g.csr();
+            let counted = sources.iter().filter(|&&u| (u as usize) < TILES_ABOVE).count();
+            assert_eq!(offsets[TILES_ABOVE] as usize, counted);
+        }
         // Asking overrides the choice; small graphs pull.
         assert!(matches!(Gather::choose(&hubs, Some(true)), Gather::Tiles(_)));
         assert!(matches!(Gather::choose(&graph(5000, 3, 5000), None), Gather::Pull(_)));

@@ -57,18 +57,33 @@ impl Tiles {
         for (p, w) in parts.windows(2).enumerate() {
             part_of[w[0] / ALIGN..w[1].div_ceil(ALIGN)].fill(p as u32);
         }
+        let part_of: &[u32] = &part_of;
+        let first: Vec<u32> = parts.iter().map(|&p| p as u32).collect();
         let part_of = |v: VertexId| part_of[v as usize / ALIGN] as usize;
         let rows = |c: usize| (c * BLOCK) as VertexId..((c + 1) * BLOCK).min(n) as VertexId;
+        let (in_offsets, sources, _) = graph.csr();
+        // A block's edges, all of its vertices' lists in a row.
+        let row_edges = |c: usize| {
+            let r = rows(c);
+            &sources[in_offsets[r.start as usize] as usize..in_offsets[r.end as usize] as usize]
+        };
         let counts: Vec<Vec<usize>> = (0..blocks)
             .into_par_iter()
             .map(|c| {
-                let mut tally = vec![0usize; count];
-                for u in rows(c) {
-                    for &v in graph.in_links(u) {
-                        tally[part_of(v)] += 1;
-                    }
+                // Four tallies, edge by edge in turn: consecutive edges into one part do not
+                // wait for each other's increments.
+                let mut tally = vec![[0usize; 4]; count];
+                let mut quads = row_edges(c).chunks_exact(4);
+                for q in &mut quads {
+                    tally[part_of(q[0])][0] += 1;
+                    tally[part_of(q[1])][1] += 1;
+                    tally[part_of(q[2])][2] += 1;
+                    tally[part_of(q[3])][3] += 1;
                 }
-                tally
+                for &v in quads.remainder() {
+                    tally[part_of(v)][0] += 1;
+                }
+                tally.iter().map(|t| t.iter().sum()).collect()
             })
             .collect();
         let mut offsets = Vec::with_capacity(blocks * count + 1);
@@ -92,7 +107,7 @@ impl Tiles {
                 let local = (u as usize - c * BLOCK) as u32;
                 for &v in graph.in_links(u) {
                     let p = part_of(v);
-                    row[cursor[p]] = (local << SHIFT) | (v - parts[p] as u32);
+                    row[cursor[p]] = (local << SHIFT) | (v - first[p]);
                     cursor[p] += 1;
                 }
             }
