@@ -11,10 +11,8 @@ use kith_lab::cli::{
     CommunityJson, ComputeReport, GraphInput, MethodOptions, compare_methods, method_parser,
     model_parser,
 };
-use kith_layout::metrics::mean_pages;
-use kith_layout::{
-    LayoutConfig, Method, compute, evaluate, la_cost, log_gap_cost, read_layout, write_layout,
-};
+use kith_layout::metrics::gaps_and_pages;
+use kith_layout::{LayoutConfig, Method, compute, evaluate, la_cost, read_layout, write_layout};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum LayoutCommand {
@@ -76,6 +74,7 @@ fn compute_cmd(args: ComputeArgs) -> Result<()> {
             .collect();
         kith_graph::write_communities(path, &members)?;
     }
+    let (log_gap_cost, pages) = gaps_and_pages(&graph, &computed.layout, config.record_bytes);
     let report = ComputeReport {
         method: args.method.to_string(),
         objective: config.objective.to_string(),
@@ -85,8 +84,8 @@ fn compute_cmd(args: ComputeArgs) -> Result<()> {
         edges: graph.num_edges(),
         seconds,
         cost: la_cost(&graph, &computed.layout),
-        log_gap_cost: log_gap_cost(&graph, &computed.layout),
-        pages: mean_pages(&graph, &computed.layout, config.record_bytes),
+        log_gap_cost,
+        pages,
         communities: computed.communities.as_ref().map(CommunityJson::from),
         output: args.output.display().to_string(),
     };
