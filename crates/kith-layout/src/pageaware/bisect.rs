@@ -167,7 +167,8 @@ fn local_queries(graph: &Adjacency, block: &[VertexId]) -> Block {
         }
         let mut offsets = Vec::with_capacity(block.len() + 1);
         offsets.push(0u32);
-        let mut queries = Vec::new();
+        // Reserved whole: grown as it filled, it was copied at each doubling, on fresh pages.
+        let mut queries = Vec::with_capacity(block.iter().map(|&v| graph.degree(v) + 1).sum());
         let mut num_queries = 0u32;
         for &v in block {
             for q in std::iter::once(v).chain(graph.neighbors(v).iter().copied()) {
