@@ -80,18 +80,33 @@ pub fn per_user_costs(graph: &Graph, layout: &Layout, weights: &[f64]) -> Vec<f6
         .collect()
 }
 
+/// The positions of `u` and its friends, sorted, in `scratch`.
+fn sorted_positions<'s>(
+    graph: &Graph,
+    pos: &[u32],
+    u: VertexId,
+    scratch: &'s mut Vec<u32>,
+) -> &'s [u32] {
+    scratch.clear();
+    scratch.push(pos[u as usize]);
+    scratch.extend(graph.neighbors(u).iter().map(|&v| pos[v as usize]));
+    scratch.sort_unstable();
+    scratch
+}
+
+/// `Σ log2(gap)` over the gaps between consecutive sorted positions.
+fn gap_bits(sorted: &[u32]) -> f64 {
+    sorted.windows(2).map(|w| f64::from(w[1] - w[0]).log2()).sum()
+}
+
 /// The log-gap cost in bits per adjacency entry (0 for a graph without edges).
 pub fn log_gap_cost(graph: &Graph, layout: &Layout) -> f64 {
     let pos = layout.positions();
     let (bits, entries) = (0..graph.num_nodes() as VertexId)
         .into_par_iter()
-        .map_init(Vec::new, |sorted: &mut Vec<u32>, u| {
-            sorted.clear();
-            sorted.push(pos[u as usize]);
-            sorted.extend(graph.neighbors(u).iter().map(|&v| pos[v as usize]));
-            sorted.sort_unstable();
-            let bits: f64 = sorted.windows(2).map(|w| f64::from(w[1] - w[0]).log2()).sum();
-            (bits, sorted.len() as u64 - 1)
+        .map_init(Vec::new, |scratch: &mut Vec<u32>, u| {
+            let sorted = sorted_positions(graph, pos, u, scratch);
+            (gap_bits(sorted), sorted.len() as u64 - 1)
         })
         .reduce(|| (0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     if entries == 0 { 0.0 } else { bits / entries as f64 }
@@ -216,11 +231,7 @@ pub fn mean_pages_of(graph: &Graph, layout: &Layout, record_bytes: u64, page_byt
     let total: u64 = (0..graph.num_nodes() as VertexId)
         .into_par_iter()
         .map_init(Vec::new, |scratch: &mut Vec<u32>, u| {
-            scratch.clear();
-            scratch.push(pos[u as usize]);
-            scratch.extend(graph.neighbors(u).iter().map(|&v| pos[v as usize]));
-            scratch.sort_unstable();
-            pages_of_sorted(scratch, record_bytes, page_bytes)
+            pages_of_sorted(sorted_positions(graph, pos, u, scratch), record_bytes, page_bytes)
         })
         .sum();
     total as f64 / graph.num_nodes().max(1) as f64
@@ -233,14 +244,10 @@ pub fn gaps_and_pages(graph: &Graph, layout: &Layout, record_bytes: u64) -> (f64
     let pos = layout.positions();
     let (bits, entries, pages) = (0..graph.num_nodes() as VertexId)
         .into_par_iter()
-        .map_init(Vec::new, |sorted: &mut Vec<u32>, u| {
-            sorted.clear();
-            sorted.push(pos[u as usize]);
-            sorted.extend(graph.neighbors(u).iter().map(|&v| pos[v as usize]));
-            sorted.sort_unstable();
-            let bits: f64 = sorted.windows(2).map(|w| f64::from(w[1] - w[0]).log2()).sum();
+        .map_init(Vec::new, |scratch: &mut Vec<u32>, u| {
+            let sorted = sorted_positions(graph, pos, u, scratch);
             let pages = pages_of_sorted(sorted, record_bytes, PAGE_BYTES);
-            (bits, sorted.len() as u64 - 1, pages)
+            (gap_bits(sorted), sorted.len() as u64 - 1, pages)
         })
         .reduce(|| (0.0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
     let gaps = if entries == 0 { 0.0 } else { bits / entries as f64 };
