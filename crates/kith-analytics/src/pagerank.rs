@@ -312,8 +312,9 @@ impl Held for f32 {
     fn pull(held: &[f32], run: Pull<'_, f32>, settle: impl Settle<f32>, gathers: bool) -> Tally {
         #[cfg(target_arch = "x86_64")]
         if gathers && gather16::usable(held) {
-            // SAFETY: `usable` checked that the CPU has AVX-512F and that every vertex id
-            // is a valid gather index.
+            // SAFETY: `usable` checked that the CPU has AVX-512F and that `held`'s length
+            // fits a gather's i32 index; `InGraph` holds every source below `n`, which is
+            // `held`'s length, so every link is a valid gather index.
             return unsafe { gather16::pull(held, run, settle) };
         }
         let _ = gathers;
@@ -336,7 +337,9 @@ impl Held for f32 {
 /// masked gather, and each sixteen added to the four lanes a quarter at a time. So lane `i`
 /// adds links `4k + i` in ascending order and the lanes are added as `(s0 + s1) + (s2 +
 /// s3)`: the order of [`sum_lanes`], and the sums are those of [`Held::sum`] bit for bit
-/// (missing links add zeros, which change no sum of contributions, all at least zero).
+/// (missing links add zeros, which change no sum of contributions, all at least zero; a
+/// lane whose links all hold −0 would sum to −0 where the loads give +0, and ranks are
+/// never negative, so no contribution is −0).
 ///
 /// Which is faster depends on the graph and its order: in trial runs gathers beat loads link
 /// by link on graphs of 50 k vertices and more in the orders they came in, and lost clearly
