@@ -202,6 +202,11 @@ struct Sides<'a> {
     /// Per query, the change in its cost if one of its members on side A (B) moved over.
     delta_a: Vec<f64>,
     delta_b: Vec<f64>,
+    /// Queries whose counts a flip touched since their deltas were last computed, listed
+    /// once each (`touched[q]` says whether `q` is listed). A query's deltas depend only on
+    /// its counts (the sides' sizes stay fixed), so only these need computing again.
+    dirty: Vec<u32>,
+    touched: Vec<bool>,
 }
 
 impl Sides<'_> {
@@ -268,10 +273,12 @@ impl Sides<'_> {
         g
     }
 
-    /// Every query's move deltas from the current counts.
-    fn compute_deltas(&mut self, parallel: bool) {
+    /// The move deltas of every query (`all`), or of the queries flips touched since the
+    /// last call, from the current counts: the same values either way.
+    fn compute_deltas(&mut self, parallel: bool, all: bool) {
         let mut deltas_a = std::mem::take(&mut self.delta_a);
         let mut deltas_b = std::mem::take(&mut self.delta_b);
+        let mut dirty = std::mem::take(&mut self.dirty);
         let (la, lb) = (self.log_a, self.log_b);
         let delta = |q: usize| {
             let (na, nb) = (self.count_a[q], self.count_b[q]);
@@ -291,13 +298,28 @@ impl Sides<'_> {
         };
         deltas_a.resize(self.count_a.len(), 0.0);
         deltas_b.resize(self.count_a.len(), 0.0);
-        let fill = |(q, (a, b)): (usize, (&mut f64, &mut f64))| (*a, *b) = delta(q);
-        if parallel {
-            deltas_a.par_iter_mut().zip(deltas_b.par_iter_mut()).enumerate().for_each(fill);
+        if all || 2 * dirty.len() > self.count_a.len() {
+            let fill = |(q, (a, b)): (usize, (&mut f64, &mut f64))| (*a, *b) = delta(q);
+            if parallel {
+                deltas_a.par_iter_mut().zip(deltas_b.par_iter_mut()).enumerate().for_each(fill);
+            } else {
+                deltas_a.iter_mut().zip(deltas_b.iter_mut()).enumerate().for_each(fill);
+            }
+        } else if parallel {
+            let fresh: Vec<(f64, f64)> = dirty.par_iter().map(|&q| delta(q as usize)).collect();
+            for (&q, (a, b)) in dirty.iter().zip(fresh) {
+                (deltas_a[q as usize], deltas_b[q as usize]) = (a, b);
+            }
         } else {
-            deltas_a.iter_mut().zip(deltas_b.iter_mut()).enumerate().for_each(fill);
+            for &q in &dirty {
+                (deltas_a[q as usize], deltas_b[q as usize]) = delta(q as usize);
+            }
         }
-        (self.delta_a, self.delta_b) = (deltas_a, deltas_b);
+        for &q in &dirty {
+            self.touched[q as usize] = false;
+        }
+        dirty.clear();
+        (self.delta_a, self.delta_b, self.dirty) = (deltas_a, deltas_b, dirty);
     }
 
     /// The gain of moving vertex `i` alone, from the deltas of the last `compute_deltas`.
@@ -318,6 +340,10 @@ impl Sides<'_> {
         for &q in qs {
             from[q as usize] -= 1;
             to[q as usize] += 1;
+            if !self.touched[q as usize] {
+                self.touched[q as usize] = true;
+                self.dirty.push(q);
+            }
         }
         self.in_a[i] = !self.in_a[i];
     }
@@ -356,6 +382,8 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
         fanout: fanout_for(ctx.split, len).then_some(&ctx.miss[..]),
         delta_a: Vec::new(),
         delta_b: Vec::new(),
+        dirty: Vec::new(),
+        touched: vec![false; local.num_queries],
     };
     let mut gains = vec![0.0f64; len];
     let parallel = len > 50_000;
@@ -364,9 +392,11 @@ fn bisect(ctx: &Context<'_>, block: &mut [VertexId], mid: usize) {
     for &q in &local.queries {
         total[q as usize] += 1;
     }
-    for _ in 0..ITERATIONS {
-        sides.recount(&total, parallel);
-        sides.compute_deltas(parallel);
+    // Counted once: flips keep the counts exact from then on, and recompute only the deltas
+    // of the queries they touched.
+    sides.recount(&total, parallel);
+    for round in 0..ITERATIONS {
+        sides.compute_deltas(parallel, round == 0);
         if parallel {
             gains.par_iter_mut().enumerate().for_each(|(i, g)| *g = sides.stale_gain(i));
         } else {
