@@ -4,7 +4,7 @@
 //! - RocksDB's perf context counts the blocks and bytes a thread read from files
 //!   (`block_read_count`, `block_read_byte`): block-cache misses, whatever the OS cache did.
 //!   Always available.
-//! - With the `io-trace` feature, a trace of the `pread` calls the process makes while an
+//! - With the `io-trace` feature, a trace of the `pread` calls the thread makes while an
 //!   operation is measured (see `trace.rs`): file and offset of every read RocksDB issues,
 //!   which the device models replay. Without it the trace, and what is counted from it, is
 //!   empty.
@@ -54,8 +54,9 @@ impl IoCounters {
     }
 }
 
-/// Runs `f` on this thread and reports what it read. Not reentrant: one measured operation
-/// at a time per process (the pread trace is global).
+/// Runs `f` on this thread and reports what this thread read meanwhile (the perf context and
+/// the pread trace are both per thread). Not reentrant on one thread; threads may measure at
+/// once.
 pub fn measure<T>(f: impl FnOnce() -> T) -> (T, IoCounters) {
     set_perf_stats(PerfStatsLevel::EnableCount);
     let mut perf = PerfContext::default();
