@@ -1,0 +1,29 @@
+//! `kith._kith`: the native half of the `kith` Python package (`python/`).
+//!
+//! What it is: thin PyO3 bindings over the crates below it. Graphs are read, generated and
+//! built from arrays here ([`graph`]); the analytics ([`analytics`]) and layouts
+//! ([`layout`]) run with the GIL released and return NumPy arrays indexed by dense vertex id.
+//! The Python layer (`python/kith/`) maps dense ids to the users' own ids, converts to and
+//! from networkx and SciPy, and carries the docstrings and type stubs.
+//!
+//! What it is not: a store or a service client. It links neither RocksDB nor the server, so
+//! `pip install ./python` compiles in minutes; the service is reached over HTTP by
+//! `kith.Client`, in Python.
+
+mod analytics;
+mod error;
+mod graph;
+mod layout;
+
+use pyo3::prelude::*;
+
+/// The native module: registered under `kith._kith`.
+#[pymodule]
+fn _kith(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    error::register(m)?;
+    graph::register(m)?;
+    analytics::register(m)?;
+    layout::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
