@@ -38,6 +38,8 @@ pub(crate) fn graph_error(e: kith_graph::Error) -> PyErr {
             PyFileNotFoundError::new_err(message)
         }
         Error::Io { .. } => PyOSError::new_err(message),
+        // The loader names a missing file as bad input; Python callers catch it by type.
+        Error::Input { path, .. } if !path.exists() => PyFileNotFoundError::new_err(message),
         Error::InvalidArgument(_) => PyValueError::new_err(message),
         _ => ParseError::new_err(message),
     }
