@@ -72,3 +72,8 @@ cargo test --workspace --release
 bash scripts/fuzz.sh --smoke
 
 KITH_BIN="$kith_bin" python3 -m pytest -q tests/oracle
+
+# The Python package (python/), built by maturin into this Python, then its tests: every
+# algorithm against networkx, layouts against the CLI, the client against a real server.
+PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q ./python
+KITH_BIN="$kith_bin" python3 -m pytest -q python/tests

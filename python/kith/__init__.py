@@ -27,6 +27,7 @@ from .algorithms import (
     triangle_count,
     triangles,
 )
+from .client import ApiError, Client
 from .layouts import METHODS, Layout, layout, layout_eval
 
 __all__ = [
@@ -55,4 +56,6 @@ __all__ = [
     "Layout",
     "layout",
     "layout_eval",
+    "Client",
+    "ApiError",
 ]
