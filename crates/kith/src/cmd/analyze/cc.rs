@@ -45,11 +45,13 @@ pub(super) fn cc(job: &mut Job<'_>, a: &CcArgs) -> Result<Option<Outcome>> {
     Ok(Some(Outcome {
         summary: json!({"components": components, "largest": largest, "method": a.method}),
         header: "uid,value",
-        rows: labels
-            .iter()
-            .enumerate()
-            .map(|(v, &l)| format!("{},{}", ids[v], ids[l as usize]))
-            .collect(),
+        rows: job.rows(|| {
+            labels
+                .iter()
+                .enumerate()
+                .map(|(v, &l)| format!("{},{}", ids[v], ids[l as usize]))
+                .collect()
+        }),
         verified,
         steps,
     }))

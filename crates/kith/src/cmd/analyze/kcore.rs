@@ -19,7 +19,8 @@ pub(super) fn kcore(job: &mut Job<'_>) -> Result<Option<Outcome>> {
     Ok(Some(Outcome {
         summary: json!({"max_core": max, "max_core_users": in_max}),
         header: "uid,value",
-        rows: cores.iter().enumerate().map(|(v, c)| format!("{},{c}", ids[v])).collect(),
+        rows: job
+            .rows(|| cores.iter().enumerate().map(|(v, c)| format!("{},{c}", ids[v])).collect()),
         verified,
         steps: Some(stats.steps),
     }))

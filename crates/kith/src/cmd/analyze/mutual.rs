@@ -62,21 +62,24 @@ pub(super) fn mutual_friends(job: &mut Job<'_>, a: &MutualArgs) -> Result<Option
         summary["people_you_may_know"] =
             s.iter().map(|&(w, c)| json!({"uid": ids[w as usize], "common": c})).collect();
     }
-    let mut rows: Vec<(u64, u64, String)> = mf
-        .iter()
-        .map(|(p, list)| {
-            let (a, b) = pair(p);
-            let mut common: Vec<u64> = list.iter().map(|&w| ids[w as usize]).collect();
-            common.sort_unstable();
-            let text: Vec<String> = common.iter().map(u64::to_string).collect();
-            (a, b, format!("{a},{b},{},{}", common.len(), text.join(" ")))
-        })
-        .collect();
-    rows.sort_unstable_by_key(|r| (r.0, r.1));
+    let rows = job.rows(|| {
+        let mut rows: Vec<(u64, u64, String)> = mf
+            .iter()
+            .map(|(p, list)| {
+                let (a, b) = pair(p);
+                let mut common: Vec<u64> = list.iter().map(|&w| ids[w as usize]).collect();
+                common.sort_unstable();
+                let text: Vec<String> = common.iter().map(u64::to_string).collect();
+                (a, b, format!("{a},{b},{},{}", common.len(), text.join(" ")))
+            })
+            .collect();
+        rows.sort_unstable_by_key(|r| (r.0, r.1));
+        rows.into_iter().map(|r| r.2).collect()
+    });
     Ok(Some(Outcome {
         summary,
         header: "a,b,count,common_friends",
-        rows: rows.into_iter().map(|r| r.2).collect(),
+        rows,
         verified,
         steps: Some(steps),
     }))

@@ -89,7 +89,7 @@ pub(super) fn pagerank(job: &mut Job<'_>, a: &PageRankArgs) -> Result<Option<Out
             "formulation": a.formulation, "run_s": run_s,
             "edges_per_s": (ig.num_in_links() * steps) as f64 / compute_s.max(1e-12)}),
         header: "uid,value",
-        rows: pr.iter().enumerate().map(|(v, r)| format!("{},{r}", ids[v])).collect(),
+        rows: job.rows(|| pr.iter().enumerate().map(|(v, r)| format!("{},{r}", ids[v])).collect()),
         verified,
         steps: Some(steps),
     }))

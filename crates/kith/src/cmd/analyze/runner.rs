@@ -79,6 +79,8 @@ pub(super) struct Job<'a> {
     pub(super) ig: Arc<InGraph>,
     /// `--verify`: compare the result with a sequential implementation.
     pub(super) verify: bool,
+    /// `--out` was given: the per-user CSV rows are wanted.
+    out: bool,
     /// Dense id to relabelled id, when `--order` relabelled the graph.
     position: Option<Vec<VertexId>>,
     cluster: Option<&'a Cluster>,
@@ -110,6 +112,12 @@ pub(super) struct Distributed<V> {
 }
 
 impl Job<'_> {
+    /// The `--out` CSV's rows, made by `make` only when `--out` was given (formatting a
+    /// line per user costs about as much as a PageRank step).
+    pub(super) fn rows(&self, make: impl FnOnce() -> Vec<String>) -> Vec<String> {
+        if self.out { make() } else { Vec::new() }
+    }
+
     /// Whether the vertex programs run on a cluster.
     pub(super) fn distributed(&self) -> bool {
         self.cluster.is_some()
@@ -222,7 +230,9 @@ fn analyze(
     }
     let ig = Arc::new(ig);
     let prepare_s = start.elapsed().as_secs_f64();
-    let mut job = Job { graph: &graph, ig, verify: common.verify, position, cluster, report: None };
+    let out = common.out.is_some();
+    let mut job =
+        Job { graph: &graph, ig, verify: common.verify, out, position, cluster, report: None };
     let Some(outcome) = body(&mut job)? else { return Ok(()) };
     let seconds = start.elapsed().as_secs_f64();
     busy.finish_and_clear();

@@ -53,12 +53,13 @@ fn hops(job: &mut Job<'_>, a: &SsspArgs, source: VertexId) -> Result<Option<Outc
         summary: json!({"source": a.source, "reachable": reachable, "max_distance": max,
             "weighted": false}),
         header: "uid,value",
-        rows: dist
-            .iter()
-            .enumerate()
-            .filter(|&(_, &d)| d != UNREACHABLE)
-            .map(|(v, d)| format!("{},{d}", ids[v]))
-            .collect(),
+        rows: job.rows(|| {
+            dist.iter()
+                .enumerate()
+                .filter(|&(_, &d)| d != UNREACHABLE)
+                .map(|(v, d)| format!("{},{d}", ids[v]))
+                .collect()
+        }),
         verified,
         steps: Some(steps),
     }))
@@ -92,12 +93,13 @@ fn weighted(
             "weighted": true, "weight_lines": read.lines,
             "links_weighted": read.weighted_links, "links_default_1": read.default_links}),
         header: "uid,value",
-        rows: dist
-            .iter()
-            .enumerate()
-            .filter(|&(_, d)| d.is_finite())
-            .map(|(v, d)| format!("{},{d}", ids[v]))
-            .collect(),
+        rows: job.rows(|| {
+            dist.iter()
+                .enumerate()
+                .filter(|&(_, d)| d.is_finite())
+                .map(|(v, d)| format!("{},{d}", ids[v]))
+                .collect()
+        }),
         verified,
         steps: Some(steps),
     }))

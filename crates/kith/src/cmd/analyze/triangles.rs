@@ -51,7 +51,7 @@ pub(super) fn triangles(job: &mut Job<'_>, a: &TriangleArgs) -> Result<Option<Ou
     Ok(Some(Outcome {
         summary: json!({"triangles": total, "method": method}),
         header: "uid,value",
-        rows: per.iter().enumerate().map(|(v, t)| format!("{},{t}", ids[v])).collect(),
+        rows: job.rows(|| per.iter().enumerate().map(|(v, t)| format!("{},{t}", ids[v])).collect()),
         verified,
         steps,
     }))
@@ -69,7 +69,8 @@ pub(super) fn clustering(job: &mut Job<'_>) -> Result<Option<Outcome>> {
     Ok(Some(Outcome {
         summary: json!({"average_clustering": average}),
         header: "uid,value",
-        rows: local.iter().enumerate().map(|(v, c)| format!("{},{c}", ids[v])).collect(),
+        rows: job
+            .rows(|| local.iter().enumerate().map(|(v, c)| format!("{},{c}", ids[v])).collect()),
         verified,
         steps: None,
     }))
