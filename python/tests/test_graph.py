@@ -172,3 +172,15 @@ def test_generators_are_seeded_and_plant_communities():
     assert b.number_of_edges() == 15 + 5 * (1000 - 6)
     with pytest.raises(ValueError):
         kith.generate.ba(3, avg_degree=10)
+
+
+def test_generators_give_the_cli_graphs(cli, tmp_path):
+    for model, args, made in [
+        ("lfr", ["--avg-degree", 12, "--mu", 0.3], kith.generate.lfr(2500, avg_degree=12, mu=0.3, seed=9)[0]),
+        ("rmat", ["--avg-degree", 16], kith.generate.rmat(2048, avg_degree=16, seed=9)),
+        ("ba", ["--avg-degree", 8], kith.generate.ba(2500, avg_degree=8, seed=9)),
+    ]:
+        out = tmp_path / f"{model}.kgraph"
+        n = 2048 if model == "rmat" else 2500
+        cli("graph", "generate", "--model", model, "--nodes", n, "--seed", 9, *args, "-o", out)
+        assert kith_edge_set(kith.read(out)) == kith_edge_set(made), model

@@ -9,7 +9,7 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc: the service allocates many small, short-lived buffers per request (hyper,
 /// serde, JSON), which it handles well.
@@ -73,6 +73,10 @@ enum Command {
     /// kith's main job on its embedded default: generate a social graph, lay it out, store
     /// it, serve it over HTTP and drive a short workload against it.
     Demo(kith_lab::demo::DemoArgs),
+    /// Print a shell completion script: `kith completions bash > /etc/bash_completion.d/kith`.
+    Completions(cmd::shell::CompletionsArgs),
+    /// Print the man page kith(1), or with --dir write a page for every command.
+    Man(cmd::shell::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -100,6 +104,8 @@ fn main() -> ExitCode {
         Command::Workload(c) => cmd::workload::run(c),
         Command::Analyze(c) => cmd::analyze::run(c),
         Command::Demo(a) => kith_lab::demo::run(a),
+        Command::Completions(a) => cmd::shell::completions(Cli::command(), &a),
+        Command::Man(a) => cmd::shell::man(Cli::command(), &a),
     };
     kith_lab::machine::report_peak_rss();
     match result {

@@ -16,6 +16,12 @@ fn import_then_stats_agree_for_text_and_snapshot() {
     std::fs::write(&text, "# test\n1 2\n2 3\n3 1\n3 3\n2 1\n10 11\n").unwrap();
     let snap = dir.path().join("g.kgraph");
     ok(&["graph", "import", p(&text), "-o", p(&snap)]);
+    let again = dir.path().join("again.kgraph");
+    let report = json(&ok(&["graph", "import", p(&text), "-o", p(&again), "--json"]));
+    assert_eq!(
+        (report["nodes"].as_u64(), report["self_loops_dropped"].as_u64()),
+        (Some(5), Some(1))
+    );
     let from_text = json(&ok(&["graph", "stats", p(&text), "--json"]));
     let from_snap = json(&ok(&["graph", "stats", p(&snap), "--json"]));
     assert_eq!(from_text, from_snap);

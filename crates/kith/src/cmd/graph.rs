@@ -37,6 +37,9 @@ pub(crate) struct ImportArgs {
     /// .txt; add .gz to compress).
     #[arg(short, long)]
     output: PathBuf,
+    /// Print the import's report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 fn import(args: ImportArgs) -> Result<()> {
@@ -45,6 +48,16 @@ fn import(args: ImportArgs) -> Result<()> {
     let loaded = start.elapsed().as_secs_f64();
     kith_graph::save(&graph, &args.output)?;
     let c = graph.cleaning();
+    if args.json {
+        let report = serde_json::json!({
+            "nodes": graph.num_nodes(), "edges": graph.num_edges(),
+            "directed": graph.is_directed(), "self_loops_dropped": c.self_loops_dropped,
+            "duplicates_merged": c.duplicates_merged, "seconds": loaded,
+            "output": args.output.display().to_string(),
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
     eprintln!(
         "imported {} nodes, {} {} edges ({} self-loops dropped, {} duplicates merged) in {loaded:.2} s; wrote {}",
         graph.num_nodes(),

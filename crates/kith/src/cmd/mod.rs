@@ -6,5 +6,6 @@ pub(crate) mod cluster;
 pub(crate) mod graph;
 pub(crate) mod layout;
 pub(crate) mod serve;
+pub(crate) mod shell;
 pub(crate) mod store;
 pub(crate) mod workload;
