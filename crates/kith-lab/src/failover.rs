@@ -261,7 +261,7 @@ pub(crate) fn load_with_kills(
     let progress = logs.is_some();
     if progress {
         for (i, u) in urls.iter().enumerate() {
-            println!("  kith server {} at {u}", i + 1);
+            crate::say!("  kith server {} at {u}", i + 1);
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -285,9 +285,9 @@ pub(crate) fn load_with_kills(
     let show = |upto: usize, shown: &mut usize, killed: &[Killed], t: &Tally| {
         while *shown < upto {
             let (n, failed) = t.seconds.get(*shown).copied().unwrap_or_default();
-            println!("  {:>5} s  {n:>5} requests  {failed:>4} failed", *shown);
+            crate::say!("  {:>5} s  {n:>5} requests  {failed:>4} failed", *shown);
             for k in killed.iter().filter(|k| k.at_s as usize == *shown) {
-                println!(
+                crate::say!(
                     "  {:>5.1} s  killed {}{}",
                     k.at_s,
                     k.what,

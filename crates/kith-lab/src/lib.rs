@@ -24,6 +24,7 @@ pub mod experiment;
 pub mod failover;
 pub mod machine;
 pub mod plot;
+pub mod report;
 
 mod processes;
 mod rig;

@@ -154,14 +154,19 @@ pub(crate) fn datasets_dir() -> PathBuf {
     PathBuf::from("../shared/datasets")
 }
 
-/// Writes a benchmark's results as pretty JSON to `path`, creating its directory.
+/// Writes a benchmark's results as pretty JSON to `path`, creating its directory; with
+/// `--json` ([`crate::report::json`]) the same document is printed on stdout too.
 pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create", dir.display()))?;
     }
-    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
-        .with_context(|| format!("{}: cannot write", path.display()))
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    std::fs::write(path, &text).with_context(|| format!("{}: cannot write", path.display()))?;
+    if crate::report::json() {
+        print!("{text}");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -60,8 +60,7 @@ enum Command {
     #[command(subcommand)]
     Experiment(kith_lab::experiment::ExperimentCommand),
     /// Benchmarks that record their results as JSON under bench/results/.
-    #[command(subcommand)]
-    Bench(kith_lab::bench::BenchCommand),
+    Bench(kith_lab::bench::BenchArgs),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
     Serve(Box<cmd::serve::ServeArgs>),
     /// Graph analytics: PageRank, hop distances, components, triangles, clustering, k-cores.

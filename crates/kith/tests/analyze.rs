@@ -219,9 +219,10 @@ fn mutual_friends_and_mapreduce_jobs_agree_with_the_vertex_programs() {
 fn bench_analytics_runs_small_and_agrees_with_igraph() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("a.json");
-    ok(&[
+    let printed = ok(&[
         "bench",
         "analytics",
+        "--json",
         "--lfr-nodes",
         "3000",
         "--rmat-nodes",
@@ -241,6 +242,8 @@ fn bench_analytics_runs_small_and_agrees_with_igraph() {
     ]);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    // With --json, stdout is the document written, and nothing else.
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&printed).unwrap(), report);
     let graphs = report["graphs"].as_array().unwrap();
     assert_eq!(graphs.len(), 3);
     for g in graphs {

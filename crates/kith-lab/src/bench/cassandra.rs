@@ -199,9 +199,9 @@ fn trials_only(args: &CassandraBenchArgs) -> Result<()> {
     doc["faults_commit"] = serde_json::json!(git_commit());
     write_json(&out, &doc)?;
     for t in &faults {
-        println!("{t:?}");
+        crate::say!("{t:?}");
     }
-    println!("wrote {}", out.display());
+    crate::say!("wrote {}", out.display());
     Ok(())
 }
 
@@ -372,7 +372,7 @@ pub(super) fn run(args: CassandraBenchArgs) -> Result<()> {
         PathBuf::from(format!("bench/results/cassandra-{}.json", &result.date[..10]))
     });
     write_json(&out, &result)?;
-    println!("wrote {}", out.display());
+    crate::say!("wrote {}", out.display());
     print_tables(&result);
     chart(&out, &result.locality)?;
     Ok(())
@@ -440,8 +440,8 @@ fn time_profile_writes(store: &CassandraStore, sample: &[u64], n: usize) -> Resu
 }
 
 fn print_tables(r: &CassandraBench) {
-    println!("\n\"list all friends' profiles\" on 3 nodes (QUORUM):");
-    println!(
+    crate::say!("\n\"list all friends' profiles\" on 3 nodes (QUORUM):");
+    crate::say!(
         "{:<18} {:<14} {:>5} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}",
         "graph",
         "place",
@@ -456,7 +456,7 @@ fn print_tables(r: &CassandraBench) {
         "write p50"
     );
     for l in &r.locality {
-        println!(
+        crate::say!(
             "{:<18} {:<14} {:>5} {:>10.2} {:>9.2} {:>8.2} {:>8.2} {:>8} {:>8} {:>7.2} {:>9.2}",
             l.graph,
             l.placement,
@@ -472,19 +472,22 @@ fn print_tables(r: &CassandraBench) {
         );
     }
     for (g, placement, ratio) in &r.partitions_ratio_vs_hash {
-        println!("{g}: {placement} reads {ratio:.3}× hash's partitions (goal ≤ 0.25)");
+        crate::say!("{g}: {placement} reads {ratio:.3}× hash's partitions (goal ≤ 0.25)");
     }
-    println!("\nbulk load (users/s): cassandra vs embedded");
+    crate::say!("\nbulk load (users/s): cassandra vs embedded");
     for b in &r.bulk_load {
-        println!(
+        crate::say!(
             "{:<20} {:<8} {:>10.0} {:>12.0}",
-            b.graph, b.placement, b.cassandra_users_per_s, b.embedded_users_per_s
+            b.graph,
+            b.placement,
+            b.cassandra_users_per_s,
+            b.embedded_users_per_s
         );
     }
     if !r.faults.is_empty() {
-        println!("\nfault trials:");
+        crate::say!("\nfault trials:");
         for t in &r.faults {
-            println!(
+            crate::say!(
                 "{:<14} acknowledged {:>6} failed {:?} lost {} torn {} false acks {} failure window {:.1} s recovery {:.1} s",
                 t.trial,
                 t.acknowledged,
@@ -542,7 +545,7 @@ fn chart(json: &std::path::Path, locality: &[Locality]) -> Result<()> {
             graphs.iter().map(|g| places.iter().map(|p| value(g, p, f)).collect()).collect();
         let path = json.with_file_name(file);
         bar_chart(&path, title, label, &graphs, &places, &values)?;
-        println!("wrote {}", path.display());
+        crate::say!("wrote {}", path.display());
     }
     Ok(())
 }

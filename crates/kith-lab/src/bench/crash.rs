@@ -185,10 +185,14 @@ pub(super) fn run(args: CrashArgs) -> Result<()> {
         PathBuf::from(format!("bench/results/crash-{}.json", &report.date[..10]))
     });
     write_json(&out, &report)?;
-    println!("wrote {}", out.display());
-    println!(
+    crate::say!("wrote {}", out.display());
+    crate::say!(
         "{} kills, {} acknowledged writes, {} relayouts: {} verify failures, {} lost writes",
-        report.kills, report.acknowledged_writes, report.relayouts_completed, verify_failures, lost
+        report.kills,
+        report.acknowledged_writes,
+        report.relayouts_completed,
+        verify_failures,
+        lost
     );
     if verify_failures > 0 || lost > 0 {
         bail!("the crash test failed");

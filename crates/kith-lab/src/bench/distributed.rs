@@ -199,7 +199,7 @@ pub(super) fn run(args: DistributedBenchArgs) -> Result<()> {
 fn print_summary(report: &Value) {
     for m in report["mapreduce"].as_array().into_iter().flatten() {
         let p = &m["phases"];
-        println!(
+        crate::say!(
             "mr {} on {}, {} ({} workers): {:.3} s (map {:.3}, shuffle {:.3}, merge {:.3}, reduce {:.3})",
             m["job"].as_str().unwrap_or("?"),
             m["graph"].as_str().unwrap_or("?"),
@@ -213,7 +213,7 @@ fn print_summary(report: &Value) {
         );
     }
     for g in report["graphs"].as_array().into_iter().flatten() {
-        println!(
+        crate::say!(
             "{}: single thread {:.3} s; COST {} workers as processes, {} as threads",
             g["name"].as_str().unwrap_or("?"),
             g["single_thread_run_s"].as_f64().unwrap_or(0.0),
@@ -221,7 +221,7 @@ fn print_summary(report: &Value) {
             g["cost_workers_threads"]
         );
         for r in g["processes"].as_array().into_iter().flatten() {
-            println!(
+            crate::say!(
                 "  {} workers: fetch-once {:.1} MB in {:.3} s, per-edge {:.1} MB in {:.3} s ({:.1}x bytes)",
                 r["workers"],
                 r["fetch-once"]["bytes"].as_f64().unwrap_or(0.0) / 1e6,

@@ -111,12 +111,18 @@ pub(super) fn run(a: FailoverBenchArgs) -> Result<()> {
             }
         })
         .collect::<Vec<_>>();
-    println!(
+    crate::say!(
         "{:<20} {:>4} {:>10} {:>9} {:>9} {:>12} {:>5}",
-        "fault", "runs", "window s", "failed", "requests", "acknowledged", "lost"
+        "fault",
+        "runs",
+        "window s",
+        "failed",
+        "requests",
+        "acknowledged",
+        "lost"
     );
     for s in &summary {
-        println!(
+        crate::say!(
             "{:<20} {:>4} {:>10.2} {:>9} {:>9} {:>12} {:>5}",
             format!("{:?}", s.fault),
             s.runs,
@@ -146,6 +152,6 @@ pub(super) fn run(a: FailoverBenchArgs) -> Result<()> {
         PathBuf::from(format!("bench/results/failover-{}.json", &report.date[..10]))
     });
     write_json(&out, &report)?;
-    println!("wrote {}", out.display());
+    crate::say!("wrote {}", out.display());
     Ok(())
 }

@@ -34,9 +34,6 @@ pub struct FriendsArgs {
     /// Which users.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Print JSON (the summary, and per-user runs with --per-user).
-    #[arg(long)]
-    json: bool,
     /// Include every user's run in the JSON.
     #[arg(long)]
     per_user: bool,
@@ -60,13 +57,14 @@ pub(super) fn run(args: FriendsArgs) -> Result<()> {
     };
     let report = store.bench_friends(&bench)?;
     let s = &report.summary;
-    if args.json {
+    // `kith bench friends --json`: the summary, and per-user runs with --per-user.
+    if crate::report::json() {
         let value =
             if args.per_user { serde_json::to_value(&report)? } else { serde_json::to_value(s)? };
         println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
-    println!(
+    crate::say!(
         "list all friends: {} users x {} runs, {} ({})",
         s.users,
         s.repeat,
@@ -76,8 +74,8 @@ pub(super) fn run(args: FriendsArgs) -> Result<()> {
         },
         s.cold_means.as_deref().unwrap_or("caches kept")
     );
-    println!("  median {:.3} ms, p5 {:.3} ms, p95 {:.3} ms", s.median_ms, s.p5_ms, s.p95_ms);
-    println!(
+    crate::say!("  median {:.3} ms, p5 {:.3} ms, p95 {:.3} ms", s.median_ms, s.p5_ms, s.p95_ms);
+    crate::say!(
         "  per query: {:.2} pages (RocksDB blocks) read, {:.2} of them friends' data; {:.0} bytes; \
          {:.2} distinct 4 KiB device pages; {:.1} friends",
         s.pages_read_mean,
@@ -87,7 +85,7 @@ pub(super) fn run(args: FriendsArgs) -> Result<()> {
         s.friends_mean
     );
     if let (Some(model), Some(median)) = (&s.device_model, s.model_median_ms) {
-        println!(
+        crate::say!(
             "  {model} model: median {median:.3} ms, mean {:.3} ms ({} addresses)",
             s.model_mean_ms.unwrap_or(f64::NAN),
             if s.physical_addresses { "physical" } else { "stand-in" }

@@ -239,12 +239,17 @@ fn path_str(path: &Path) -> Result<&str> {
 }
 
 fn print_summary(report: &GraphBench) {
-    println!(
+    crate::say!(
         "{:<26}{:>12}{:>14}{:>12}{:>12}{:>10}  verification",
-        "import", "lines", "lines/s", "process s", "kgraph s", "speedup"
+        "import",
+        "lines",
+        "lines/s",
+        "process s",
+        "kgraph s",
+        "speedup"
     );
     for c in &report.import {
-        println!(
+        crate::say!(
             "{:<26}{:>12}{:>14.0}{:>12.2}{:>12.3}{:>9.1}x  {}",
             c.input,
             c.lines,
@@ -255,18 +260,26 @@ fn print_summary(report: &GraphBench) {
             c.verification
         );
     }
-    println!(
+    crate::say!(
         "{:<26}{:>12}{:>14}{:>12}{:>12}",
-        "generation", "nodes", "edges", "seconds", "peak MB"
+        "generation",
+        "nodes",
+        "edges",
+        "seconds",
+        "peak MB"
     );
     for g in &report.generation {
-        println!(
+        crate::say!(
             "{:<26}{:>12}{:>14}{:>12.2}{:>12.0}",
-            g.model, g.nodes, g.edges, g.seconds, g.peak_rss_mb
+            g.model,
+            g.nodes,
+            g.edges,
+            g.seconds,
+            g.peak_rss_mb
         );
     }
-    println!("{:<26}{:>12}{:>14}{:>12}", "edge weights", "model", "edges/s", "seconds");
+    crate::say!("{:<26}{:>12}{:>14}{:>12}", "edge weights", "model", "edges/s", "seconds");
     for w in &report.weights {
-        println!("{:<26}{:>12}{:>14.0}{:>12.3}", w.graph, w.model, w.edges_per_s, w.seconds);
+        crate::say!("{:<26}{:>12}{:>14.0}{:>12.3}", w.graph, w.model, w.edges_per_s, w.seconds);
     }
 }

@@ -185,14 +185,14 @@ pub(super) fn run(args: HttpBenchArgs) -> Result<()> {
         stats["journal_syncs"].as_u64().unwrap_or(0),
     );
     let posts_per_sync = appends as f64 / syncs.max(1) as f64;
-    println!(
+    crate::say!(
         "write-back journal: {appends} posts in {syncs} fdatasync calls ({posts_per_sync:.1} per sync)"
     );
     drop(server);
     eprintln!("bench http: redis-benchmark beside it, {} connections", args.connections);
     let redis_benchmark = redis_anchor(args.connections)?;
     for r in &redis_benchmark {
-        println!(
+        crate::say!(
             "{:<40}{:>10.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms",
             format!("redis-benchmark {}", r.test),
             r.requests_per_s,
@@ -233,7 +233,7 @@ pub(super) fn run(args: HttpBenchArgs) -> Result<()> {
         PathBuf::from(format!("bench/results/http-{}.json", &report.date[..10]))
     });
     write_json(&out, &report)?;
-    println!("wrote {}", out.display());
+    crate::say!("wrote {}", out.display());
     Ok(())
 }
 
@@ -344,7 +344,7 @@ fn wrk_case(
         non_2xx,
         hit_rate,
     };
-    println!(
+    crate::say!(
         "{:<40}{:>10.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   non-2xx {}   hit rate {}",
         case.name,
         case.requests_per_s,

@@ -285,13 +285,19 @@ fn charts(report: &LayoutBench, out: &Path) -> Result<()> {
 
 fn print_summary(report: &LayoutBench) {
     for g in &report.graphs {
-        println!("{} ({} nodes, {} edges)", g.graph, g.nodes, g.edges);
-        println!(
+        crate::say!("{} ({} nodes, {} edges)", g.graph, g.nodes, g.edges);
+        crate::say!(
             "  {:<11} {:>15} {:>8} {:>9} {:>9} {:>8} {:>8}",
-            "method", "cost", "log-gap", "pages@40", "pages@400", "seconds", "peak MB"
+            "method",
+            "cost",
+            "log-gap",
+            "pages@40",
+            "pages@400",
+            "seconds",
+            "peak MB"
         );
         for r in &g.rows {
-            println!(
+            crate::say!(
                 "  {:<11} {:>15} {:>8.3} {:>9.3} {:>9.3} {:>8.2} {:>8.1}",
                 r.method,
                 r.cost,
@@ -303,7 +309,7 @@ fn print_summary(report: &LayoutBench) {
             );
         }
         let q = &g.goals;
-        println!(
+        crate::say!(
             "  goals: pages@40 vs parcom {:.3} (<= 0.85), vs gorder {:.3} (<= 0.95); pages@400 vs parcom {:.3}, vs gorder {:.3}; LA cost vs parcom {:.3} (<= 0.7): {}",
             q.pages_40_vs_parcom,
             q.pages_40_vs_gorder,
@@ -314,11 +320,15 @@ fn print_summary(report: &LayoutBench) {
         );
     }
     if let Some(large) = &report.large {
-        println!("LFR {} nodes, {} edges:", large.nodes, large.edges);
+        crate::say!("LFR {} nodes, {} edges:", large.nodes, large.edges);
         for r in &large.runs {
-            println!(
+            crate::say!(
                 "  {:<7} {:>7.1} s compute, {:>7.1} s process, {:>7.0} MB peak, {:.3} pages@40",
-                r.method, r.seconds, r.process_seconds, r.peak_mb, r.pages_40
+                r.method,
+                r.seconds,
+                r.process_seconds,
+                r.peak_mb,
+                r.pages_40
             );
         }
     }

@@ -15,7 +15,18 @@ mod servers;
 mod store;
 
 use anyhow::Result;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+
+/// `kith bench [--json] <benchmark>`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Print the results document (the JSON written under bench/results/) on stdout; the
+    /// tables go to stderr.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
 
 // `kith bench`'s subcommands; each variant's doc comment is its help.
 #[derive(Debug, Subcommand)]
@@ -75,8 +86,9 @@ pub(crate) fn median(values: &mut [f64]) -> f64 {
 }
 
 /// Runs one benchmark.
-pub fn run(command: BenchCommand) -> Result<()> {
-    match command {
+pub fn run(args: BenchArgs) -> Result<()> {
+    crate::report::set_json(args.json);
+    match args.command {
         BenchCommand::Graph(a) => graph::run(a),
         BenchCommand::Layout(a) => layout::run(a),
         BenchCommand::Friends(a) => friends::run(a),

@@ -233,12 +233,20 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
             r.cpu_ratio_vs_embedded = r.cpu_us_per_request / e;
         }
     }
-    println!(
+    crate::say!(
         "\n{:<13}{:>8}{:>9}{:>11}{:>9}{:>9}{:>12}{:>12}{:>8}",
-        "mode", "servers", "op", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "server µs", "ratio"
+        "mode",
+        "servers",
+        "op",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU µs/req",
+        "server µs",
+        "ratio"
     );
     for r in &rows {
-        println!(
+        crate::say!(
             "{:<13}{:>8}{:>9}{:>11.0}{:>9.2}{:>9.2}{:>12.0}{:>12.0}{:>8.2}",
             r.mode,
             r.servers,
@@ -280,7 +288,7 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
     });
     write_json(&out, &report)?;
     charts(&out, &rows)?;
-    println!("wrote {} and its charts", out.display());
+    crate::say!("wrote {} and its charts", out.display());
     Ok(())
 }
 

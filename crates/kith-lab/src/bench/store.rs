@@ -221,7 +221,7 @@ fn plot_pages(json: &Path, pages: &[PagesCase], methods: &[Method]) -> Result<()
             &names,
             &values,
         )?;
-        println!("wrote {}", path.display());
+        crate::say!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -338,10 +338,10 @@ pub(super) fn run(args: StoreBenchArgs) -> Result<()> {
         PathBuf::from(format!("bench/results/store-{}.json", &report.date[..10]))
     });
     write_json(&out, &report)?;
-    println!("wrote {}", out.display());
+    crate::say!("wrote {}", out.display());
     plot_pages(&out, &report.pages, &args.methods)?;
     for c in &report.pages {
-        println!(
+        crate::say!(
             "{:<18} {:>6} B {:<8} pages {:>7.2} (model {:>6.2}) vs parcom {:>5} vs random {:>5} | \
              data pages {:>7.2} vs parcom {:>5} vs random {:>5} | median {:.3} ms",
             c.graph,
@@ -358,7 +358,7 @@ pub(super) fn run(args: StoreBenchArgs) -> Result<()> {
         );
     }
     let t = &report.throughput;
-    println!(
+    crate::say!(
         "throughput on {}: get_friends_list(100) {:.0}/s on 2 threads; add_friend {:.0}/s with 8 writers \
          ({:.3} fsyncs/op), {:.0}/s with 1 ({:.3} fsyncs/op)",
         t.graph,

@@ -450,14 +450,14 @@ fn measure_orders(
 fn print_summary(report: &Value) {
     let f = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
     for g in report["graphs"].as_array().into_iter().flatten() {
-        println!(
+        crate::say!(
             "{}: {} users, {} edges",
             g["name"].as_str().unwrap_or("?"),
             g["users"],
             g["edges"]
         );
         for k in g["kith"].as_array().into_iter().flatten() {
-            println!(
+            crate::say!(
                 "  kith {} threads: pagerank {} s ({:.0} M in-links/s per core), triangles {} s, cc {} s (union-find {} s)",
                 k["threads"],
                 f(&k["pagerank_s"]),
@@ -469,7 +469,7 @@ fn print_summary(report: &Value) {
         }
         for b in g["baselines"].as_array().into_iter().flatten() {
             if b.get("results").is_none() {
-                println!(
+                crate::say!(
                     "  {}: {}",
                     b["library"],
                     b.get("skipped").or(b.get("error")).unwrap_or(&Value::Null)
@@ -478,7 +478,7 @@ fn print_summary(report: &Value) {
             }
             let r = &b["results"];
             let s = &b["kith_speedup"];
-            println!(
+            crate::say!(
                 "  {} {} threads: pagerank {} s (kith {}x), triangles {} s (kith {}x), cc {} s (kith {}x)",
                 b["library"].as_str().unwrap_or("?"),
                 b["threads"],
@@ -495,7 +495,7 @@ fn print_summary(report: &Value) {
             let p = &gp["pagerank"];
             for order in ["input", "degree"] {
                 let o = &p["orders"][order];
-                println!(
+                crate::say!(
                     "  GAPBS pagerank, {order} order: {} s; kith f64 {} s ({}x), f32 {} s ({}x, L1 error {:.1e})",
                     f(&o["gapbs_s"]),
                     f(&o["kith_f64_s"]),
@@ -505,7 +505,7 @@ fn print_summary(report: &Value) {
                     o["f32_l1_error"].as_f64().unwrap_or(f64::NAN)
                 );
             }
-            println!(
+            crate::say!(
                 "  kith in degree order (relabelled in {} s) against GAPBS in the input order: {}x; vectors agree: {} (L1 after 20 iterations {:.1e})",
                 f(&p["relabel_by_degree_s"]),
                 f(&p["speedup_prepared_vs_reference"]),
@@ -513,7 +513,7 @@ fn print_summary(report: &Value) {
                 p["agreement"]["l1_kith_gapbs_20"].as_f64().unwrap_or(f64::NAN)
             );
             let t = &gp["triangles"];
-            println!(
+            crate::say!(
                 "  GAPBS tc: {} s; kith {} s ({}x; per vertex {} s); counts agree: {}",
                 f(&t["gapbs_s"]),
                 f(&t["kith_s"]),
@@ -524,7 +524,7 @@ fn print_summary(report: &Value) {
         }
         for o in g["orders"].as_array().into_iter().flatten() {
             for k in o["runs"].as_array().into_iter().flatten() {
-                println!(
+                crate::say!(
                     "  --order {} {} threads: pagerank {:.0} M in-links/s per core, triangles {} s, cc {} s",
                     o["order"].as_str().unwrap_or("?"),
                     k["threads"],
@@ -537,7 +537,7 @@ fn print_summary(report: &Value) {
     }
     for r in report["mapreduce"].as_array().into_iter().flatten() {
         let p = &r["phases"];
-        println!(
+        crate::say!(
             "mr {} on {}: map {} shuffle {} merge {} reduce {} s (vertex program {} s); {:.0}% sequential",
             r["job"].as_str().unwrap_or("?"),
             r["dataset"].as_str().unwrap_or("?"),

@@ -402,8 +402,8 @@ pub(super) fn run(args: FeedCrashArgs) -> Result<()> {
         PathBuf::from(format!("bench/results/feed-crash-{}.json", &report.date[..10]))
     });
     write_json(&out, &report)?;
-    println!("wrote {}", out.display());
-    println!(
+    crate::say!("wrote {}", out.display());
+    crate::say!(
         "{} kills, {:?} acknowledged, {} checks: {} lost, {} server errors",
         report.kills,
         report.acknowledged,
