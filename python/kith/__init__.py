@@ -27,7 +27,20 @@ from .algorithms import (
     triangle_count,
     triangles,
 )
-from .client import ApiError, Client
+from .client import (
+    ApiError,
+    BadRequest,
+    Client,
+    Conflict,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    ServerError,
+    TransportError,
+    Unauthorized,
+    Unavailable,
+    Unprocessable,
+)
 from .layouts import METHODS, Layout, layout, layout_eval
 
 __all__ = [
@@ -58,4 +71,14 @@ __all__ = [
     "layout_eval",
     "Client",
     "ApiError",
+    "BadRequest",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "PayloadTooLarge",
+    "Unprocessable",
+    "ServerError",
+    "Unavailable",
+    "TransportError",
 ]

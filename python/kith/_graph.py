@@ -27,13 +27,18 @@ class Graph:
     kith's algorithms is aligned with :attr:`Graph.nodes`.
     """
 
-    __slots__ = ("_g", "_labels", "_weights")
+    __slots__ = ("_g", "_labels", "_weights", "_index")
 
     def __init__(self, native: _kith.Graph, labels: Optional[np.ndarray] = None,
                  weights: Optional[tuple[np.ndarray, np.ndarray]] = None) -> None:
         self._g = native
-        # Object array of node labels by dense id, when the nodes were not integers.
+        # Object array of node labels by dense id, when the nodes were not integers
+        # (read-only: the graph is immutable).
+        if labels is not None:
+            labels.flags.writeable = False
         self._labels = labels
+        # Label -> dense id, built on first lookup.
+        self._index: Optional[dict] = None
         # Edge weights as (sorted keys u * n + v over dense ids, values), both directions
         # for an undirected graph, when the graph was built with weights.
         self._weights = weights
@@ -135,19 +140,23 @@ class Graph:
     def index(self, node: Hashable) -> int:
         """The dense id (position in :attr:`nodes`) of ``node``; ``KeyError`` if absent."""
         if self._labels is not None:
-            found = np.flatnonzero(self._labels == np.array([node], dtype=object)[0])
-            if len(found) == 0:
-                raise KeyError(f"user {node!r} is not in the graph")
-            return int(found[0])
+            if self._index is None:
+                self._index = {label: i for i, label in enumerate(self._labels.tolist())}
+            try:
+                return self._index[node]
+            except (KeyError, TypeError):
+                raise KeyError(f"user {node!r} is not in the graph") from None
         if not _is_uint64(node):
             raise KeyError(f"user {node!r} is not in the graph")
         return self._g.dense_id(int(node))
 
     def neighbors(self, node: Hashable) -> np.ndarray:
         """Whom ``node`` links to (all friends when undirected), ascending by dense id."""
-        offsets, targets = self._g.out_csr()
         v = self.index(node)
-        return self.nodes[targets[offsets[v]:offsets[v + 1]]]
+        if self._labels is None:
+            return self._g.neighbors(int(node))
+        # Labelled graphs number their users 0..n-1: ids are dense ids.
+        return self._labels[self._g.neighbors(v).astype(np.intp)]
 
     def degree(self) -> np.ndarray:
         """Out-degree of every user (friends, when undirected), aligned with :attr:`nodes`."""
@@ -204,7 +213,22 @@ class Graph:
         """The undirected graph: an edge wherever this one has one in either direction."""
         if not self.is_directed():
             return self
-        return Graph(self._g.to_undirected(), self._labels, self._weights)
+        weights = None
+        if self._weights is not None:
+            # An edge given in both directions keeps the smaller weight.
+            keys, values = self._weights
+            n = np.uint64(len(self))
+            u, v = keys // n, keys % n
+            lo, hi = np.minimum(u, v), np.maximum(u, v)
+            order = np.lexsort((values, lo * n + hi))
+            und, first = np.unique((lo * n + hi)[order], return_index=True)
+            w = values[order][first]
+            ulo, uhi = und // n, und % n
+            keys2 = np.concatenate([und, uhi * n + ulo])
+            vals2 = np.concatenate([w, w])
+            srt = np.argsort(keys2, kind="stable")
+            weights = (keys2[srt], vals2[srt])
+        return Graph(self._g.to_undirected(), self._labels, weights)
 
     def save(self, path: PathLike) -> None:
         """Writes a ``.kgraph`` snapshot (node ids only: labels and weights are not kept)."""
@@ -218,12 +242,21 @@ class Graph:
         u = np.searchsorted(ids, pairs_by_id[:, 0].astype(np.uint64)).astype(np.uint64)
         v = np.searchsorted(ids, pairs_by_id[:, 1].astype(np.uint64)).astype(np.uint64)
         n = np.uint64(len(ids))
-        keys = u * n + v
-        if not self.is_directed():
-            keys = np.concatenate([keys, v * n + u])
-            w = np.concatenate([w, w])
-        keys, first = np.unique(keys, return_index=True)
-        return keys, w[first]
+        if self.is_directed():
+            keys, first = np.unique(u * n + v, return_index=True)
+            return keys, w[first]
+        # One weight per friendship, whichever way it was given (the first kept), then
+        # both directions.
+        lo, hi = np.minimum(u, v), np.maximum(u, v)
+        und, first = np.unique(lo * n + hi, return_index=True)
+        w = w[first]
+        ulo, uhi = und // n, und % n
+        keys = np.concatenate([und, uhi * n + ulo])
+        vals = np.concatenate([w, w])
+        order = np.argsort(keys, kind="stable")
+        keys, vals = keys[order], vals[order]
+        keep = np.concatenate([[True], keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, bool)
+        return keys[keep], vals[keep]
 
     def _edge_weights(self, pairs: np.ndarray) -> np.ndarray:
         """The weight of each dense pair ``(u, v)`` (1 where none was given)."""
@@ -274,6 +307,8 @@ def _edge_array(edges: Union[np.ndarray, Iterable[Sequence[Any]]]) -> np.ndarray
             arr = _object_array(flat).reshape(-1, 2)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(f"edges must be an (m, 2) array, not shape {arr.shape}")
+    if arr.dtype == object and _all_uint64(arr.ravel().tolist()):
+        arr = arr.astype(np.uint64)
     if arr.dtype.kind == "i":
         if len(arr) and arr.min() < 0:
             raise ValueError("negative user ids: kith's integer ids are 0 to 2**64 - 1")

@@ -1,6 +1,7 @@
 """Type stubs of kith's native module (crates/kith-py). Arrays are indexed by dense id."""
 
-from typing import Optional
+import os
+from typing import Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -33,9 +34,9 @@ class Graph:
     def neighbors(self, uid: int) -> npt.NDArray[np.uint64]: ...
     def cleaning(self) -> tuple[int, int]: ...
     def to_undirected(self) -> Graph: ...
-    def save(self, path: str) -> None: ...
+    def save(self, path: Union[str, os.PathLike[str]]) -> None: ...
 
-def read(path: str, directed: bool = False, format: Optional[str] = None,
+def read(path: Union[str, os.PathLike[str]], directed: bool = False, format: Optional[str] = None,
          member: Optional[str] = None) -> Graph: ...
 def generate_lfr(nodes: int, avg_degree: float = 20.0, max_degree: Optional[int] = None,
                  mu: float = 0.2, tau1: float = 2.5, tau2: float = 1.5,

@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import math
+import numbers
 import random
 import socket
 import threading
@@ -233,7 +235,7 @@ class Client:
         """Posts ``content`` by ``author`` (optionally under a client-chosen ``id``)."""
         body: dict = {"author": _uid(author), "content": content}
         if id is not None:
-            body["id"] = id
+            body["id"] = _uid(id)
         return self._call("POST", "/posts", body)
 
     def get_post(self, id: int) -> dict:
@@ -324,7 +326,8 @@ class Client:
                     # The server closed an idle kept-alive connection: a fresh one is tried
                     # at once, without spending a retry.
                     continue
-                if not sent and payload is not None and len(payload) > _BIG_BODY:
+                closed_mid_send = isinstance(e, (BrokenPipeError, ConnectionResetError))
+                if not sent and closed_mid_send and payload is not None and len(payload) > _BIG_BODY:
                     raise TransportError(
                         f"{method} {path}: the connection closed while {len(payload)} bytes "
                         f"were being sent; the body may be over the server's --body-limit"
@@ -357,13 +360,17 @@ class _RetryAfter(Exception):
     def __init__(self, header: Optional[str]) -> None:
         super().__init__(f"retryable answer (Retry-After: {header})")
         try:
-            self.seconds: Optional[float] = float(header) if header else None
+            seconds: Optional[float] = float(header) if header else None
         except ValueError:
-            self.seconds = None
+            seconds = None
+        # A negative, infinite or NaN value is ignored (backoff applies).
+        usable = seconds is not None and math.isfinite(seconds) and seconds >= 0
+        self.seconds = seconds if usable else None
 
 
 def _uid(x: Any) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**64:
+    """An id as a plain int: Python's or NumPy's integers (such as ``g.nodes[i]``)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or not 0 <= int(x) < 2**64:
         raise ValueError(f"ids are integers from 0 to 2**64 - 1, not {x!r}")
     return int(x)
 

@@ -9,6 +9,7 @@ import subprocess
 import threading
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import kith
@@ -56,6 +57,8 @@ def test_every_operation_has_a_method(client):
 
 
 def test_reads_agree_with_the_graph(client, graph):
+    # NumPy integers (as g.nodes gives them) are ids too.
+    assert client.get_user(np.uint64(107))["uid"] == 107
     for uid in (0, 107, 1684, 3437):
         want = sorted(graph[uid])
         assert list(client.friends(uid, page_size=37)) == want
@@ -91,6 +94,7 @@ def test_writes_and_feeds_page_through_cursors(client):
 
 
 def test_errors_are_typed(client, server):
+    assert kith.NotFound is kc.NotFound and issubclass(kith.Unavailable, kith.ApiError)
     with pytest.raises(kc.NotFound) as e:
         client.get_user(987_654_321)
     assert e.value.code == "unknown_user" and e.value.status == 404
@@ -129,6 +133,7 @@ class Proxy:
         self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
         self.drop_answers = 0
         self.answer_503 = 0
+        self.retry_after = None
         self.connections = 0
         self.keys = []
         threading.Thread(target=self._accept, daemon=True).start()
@@ -157,9 +162,11 @@ class Proxy:
                 if self.answer_503 > 0:
                     self.answer_503 -= 1
                     body = b'{"error":"overloaded","message":"try again"}'
+                    extra = b"" if self.retry_after is None else (
+                        b"retry-after: %s\r\n" % self.retry_after.encode())
                     conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: "
-                                 b"application/json\r\ncontent-length: %d\r\n\r\n%s"
-                                 % (len(body), body))
+                                 b"application/json\r\n%scontent-length: %d\r\n\r\n%s"
+                                 % (extra, len(body), body))
                     continue
                 up.sendall(request)
                 answer = read_message(uf)
@@ -203,6 +210,12 @@ def test_lost_answers_are_retried_once_applied(client, server):
         assert [p["content"] for p in feed] == ["said once"] and feed[0]["id"] == post["id"]
         proxy.answer_503 = 2
         assert c.get_user(200_001)["uid"] == 200_001
+        # A Retry-After no one can sleep (negative, NaN) falls back to backoff.
+        proxy.answer_503, proxy.retry_after = 1, "nan"
+        assert c.get_user(200_002)["uid"] == 200_002
+        proxy.answer_503, proxy.retry_after = 1, "-1"
+        assert c.get_user(200_002)["uid"] == 200_002
+        proxy.retry_after = None
         proxy.drop_answers = 1
         assert c.add_friend(200_001, 200_002)["changed"]
         assert 200_002 in set(client.friends(200_001))

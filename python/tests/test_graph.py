@@ -184,3 +184,30 @@ def test_generators_give_the_cli_graphs(cli, tmp_path):
         n = 2048 if model == "rmat" else 2500
         cli("graph", "generate", "--model", model, "--nodes", n, "--seed", 9, *args, "-o", out)
         assert kith_edge_set(kith.read(out)) == kith_edge_set(made), model
+
+
+def test_tuple_labels_and_weights_of_both_directions():
+    G = nx.grid_2d_graph(3, 3)
+    g = kith.Graph.from_networkx(G)
+    assert (1, 1) in g and (0, 0) in g and (5, 5) not in g
+    assert sorted(g.neighbors((1, 1)).tolist()) == sorted(G[(1, 1)])
+    assert kith.sssp(g, (0, 0), as_dict=True) == nx.single_source_shortest_path_length(G, (0, 0))
+    two = kith.Graph.from_edges([((0, 0), (0, 1))])
+    assert two.index((0, 1)) == 1 and (0, 1) in two
+    with pytest.raises(ValueError):
+        g.nodes[0] = "x"
+    # An undirected edge given both ways with two weights: one weight, the first, both ways.
+    w = kith.Graph.from_edges([(1, 2), (2, 1)], weights=[5.0, 7.0])
+    assert kith.sssp(w, 1, weight="w").tolist() == [0.0, 5.0]
+    assert kith.sssp(w, 2, weight="w").tolist() == [5.0, 0.0]
+    assert (w.to_scipy() != w.to_scipy().T).nnz == 0
+    # A directed pair made undirected keeps the smaller weight, both ways.
+    d = kith.Graph.from_edges([(5, 2), (2, 5), (2, 9)], directed=True, weights=[3.0, 4.0, 2.0])
+    u = d.to_undirected()
+    assert kith.sssp(u, 2, weight="w").tolist() == [0.0, 3.0, 2.0]
+    assert kith.sssp(u, 5, weight="w").tolist() == [3.0, 0.0, 5.0]
+    assert {(a, b, x["weight"]) for a, b, x in u.to_networkx().edges(data=True)} == {
+        (2, 5, 3.0), (2, 9, 2.0)}
+    # Integer ids in an object array are ids, ascending.
+    o = kith.Graph.from_edges(np.array([[10, 3]], dtype=object))
+    assert o.nodes.tolist() == [3, 10] and o.nodes.dtype == np.uint64

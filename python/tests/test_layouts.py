@@ -86,6 +86,8 @@ def test_bad_layout_arguments_are_named(facebook):
         kith.layout(facebook, objective="speed")
     with pytest.raises(ValueError, match="record_bytes"):
         kith.layout(facebook, record_bytes=0)
+    with pytest.raises(ValueError):
+        kith.layout(facebook, method="modcom", level=99)
     with pytest.raises(ValueError, match="places"):
         kith.layout_eval(facebook, facebook.nodes[:10])
     with pytest.raises(ValueError):

@@ -55,7 +55,9 @@ fn pagerank<'py>(
         }
     };
     let config = PageRankConfig { formulation, damping, iterations, tolerance, precision };
-    let ig = graph.get().in_graph();
+    let pg = graph.get();
+    // Building the in-links (on first use) runs without the GIL too.
+    let ig = py.detach(|| pg.in_graph());
     let (ranks, steps, delta, ok) = py.detach(move || {
         let (ranks, stats, delta) = kith_analytics::pagerank(&ig, config);
         let ok = verify.then(|| {
@@ -80,7 +82,8 @@ fn triangles<'py>(
     graph: &Bound<'py, PyGraph>,
     verify: bool,
 ) -> PyResult<(Bound<'py, PyArray1<u64>>, u64)> {
-    let ig = graph.get().undirected();
+    let pg = graph.get();
+    let ig = py.detach(|| pg.undirected());
     let (per, total, ok) = py.detach(move || {
         let (per, total) = kith_analytics::triangles(&ig);
         let ok = verify.then(|| per == kith_analytics::triangles_sequential(&ig));
@@ -98,7 +101,8 @@ fn clustering<'py>(
     graph: &Bound<'py, PyGraph>,
     verify: bool,
 ) -> PyResult<(Bound<'py, PyArray1<f64>>, f64)> {
-    let ig = graph.get().undirected();
+    let pg = graph.get();
+    let ig = py.detach(|| pg.undirected());
     let (local, average, ok) = py.detach(move || {
         let (per, _) = kith_analytics::triangles(&ig);
         let (local, average) = kith_analytics::clustering(&ig, &per);
@@ -131,7 +135,8 @@ fn components<'py>(
             )));
         }
     };
-    let ig = graph.get().undirected();
+    let pg = graph.get();
+    let ig = py.detach(|| pg.undirected());
     let (labels, ok) = py.detach(move || {
         let labels = if propagate {
             kith_analytics::components_label_propagation(&ig).0
@@ -160,7 +165,7 @@ fn sssp<'py>(
     if source as usize >= g.graph.num_nodes() {
         return Err(PyValueError::new_err(format!("source {source} is not a vertex")));
     }
-    let ig = g.in_graph();
+    let ig = py.detach(|| g.in_graph());
     let dist = match weights {
         None => {
             let (hops, ok) = py.detach(move || {
@@ -181,8 +186,8 @@ fn sssp<'py>(
                     ig.num_in_links()
                 )));
             }
-            let weighted: InGraph = (*ig).clone().with_weights(w);
             let (dist, ok) = py.detach(move || -> PyResult<_> {
+                let weighted: InGraph = (*ig).clone().with_weights(w);
                 let (dist, _) =
                     kith_analytics::sssp_weighted(&weighted, source).map_err(analytics_error)?;
                 let ok = verify.then(|| {
@@ -206,7 +211,8 @@ fn kcore<'py>(
     graph: &Bound<'py, PyGraph>,
     verify: bool,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-    let ig = graph.get().undirected();
+    let pg = graph.get();
+    let ig = py.detach(|| pg.undirected());
     let (cores, ok) = py.detach(move || {
         let (cores, _) = kith_analytics::core_numbers(&ig);
         let ok = verify.then(|| cores == kith_analytics::core_numbers_sequential(&ig));
@@ -226,7 +232,8 @@ fn mutual_friends<'py>(
     graph: &Bound<'py, PyGraph>,
     verify: bool,
 ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u32>>)> {
-    let ig = graph.get().undirected();
+    let pg = graph.get();
+    let ig = py.detach(|| pg.undirected());
     let (pairs, offsets, common, ok) = py.detach(move || {
         let (mf, _) = kith_analytics::mutual_friends(&ig);
         let ok = verify.then(|| mf == kith_analytics::mutual_friends_sequential(&ig));
@@ -262,7 +269,7 @@ fn people_you_may_know(
     if user as usize >= g.graph.num_nodes() {
         return Err(PyValueError::new_err(format!("user {user} is not a vertex")));
     }
-    let ig = g.undirected();
+    let ig = py.detach(|| g.undirected());
     let (ranked, ok) = py.detach(move || {
         let ranked = kith_analytics::people_you_may_know(&ig, user, k);
         let ok =

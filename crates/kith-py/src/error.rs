@@ -45,9 +45,14 @@ pub(crate) fn graph_error(e: kith_graph::Error) -> PyErr {
     }
 }
 
-/// A layout error: bad arguments as `ValueError`, the rest as [`KithError`].
+/// A layout error: bad arguments as `ValueError`, the graph's errors as they map, the rest
+/// as [`KithError`].
 pub(crate) fn layout_error(e: kith_layout::Error) -> PyErr {
-    KithError::new_err(e.to_string())
+    match e {
+        kith_layout::Error::InvalidArgument(_) => PyValueError::new_err(e.to_string()),
+        kith_layout::Error::Graph(g) => graph_error(g),
+        _ => KithError::new_err(e.to_string()),
+    }
 }
 
 /// An analytics error (weights that do not fit the graph, say) as `ValueError`.

@@ -56,7 +56,8 @@ fn layout<'py>(
         seed,
         progress: false,
     };
-    let g = undirected(graph);
+    let pg = graph.get();
+    let g = py.detach(|| undirected(pg));
     let (computed, report) = py.detach(move || -> PyResult<_> {
         let start = Instant::now();
         let computed = compute(&g, &config).map_err(layout_error)?;
@@ -98,7 +99,8 @@ fn layout_eval(
         Some(b) => Err(Layout::from_order(b.as_slice()?.to_vec()).map_err(value_error)?),
         None => Ok(baseline_method.parse::<Method>().map_err(value_error)?),
     };
-    let g = undirected(graph);
+    let pg = graph.get();
+    let g = py.detach(|| undirected(pg));
     if layout.len() != g.num_nodes() {
         return Err(PyValueError::new_err(format!(
             "the layout places {} users and the graph has {}",
@@ -132,8 +134,8 @@ fn layout_eval(
 }
 
 /// The graph layouts run on: the friendships (a directed graph symmetrised).
-fn undirected(graph: &Bound<'_, PyGraph>) -> std::sync::Arc<kith_graph::Graph> {
-    let g = &graph.get().graph;
+fn undirected(graph: &PyGraph) -> std::sync::Arc<kith_graph::Graph> {
+    let g = &graph.graph;
     if g.is_directed() { std::sync::Arc::new(g.to_undirected()) } else { std::sync::Arc::clone(g) }
 }
 
