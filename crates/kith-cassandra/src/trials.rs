@@ -360,8 +360,8 @@ fn one_of_three(
     let attempts = load.stop();
     tally(&mut run, &attempts);
     // The others' hints for node 3 delivered: then it holds every write on its own. Hints sit
-    // in memory until flushed to a file (every 2 s, `hints_flush_period`), and only files are
-    // listed as pending: wait past a flush before asking.
+    // in memory until flushed to a file (every 2 s, `hints_flush_period`): wait past a flush,
+    // then until neither holds a hint file (see `wait_no_hints`).
     std::thread::sleep(Duration::from_secs(3));
     for node in [1, 2] {
         wait_no_hints(cluster, node, Duration::from_secs(120))?;
@@ -457,16 +457,47 @@ fn add_node(
 }
 
 /// Waits until node `index` holds no hints for any other node.
+///
+/// `nodetool listpendinghints` alone is not enough: it lists only the files queued for
+/// dispatch, not the file still open for writing (closed by the dispatch trigger every 10 s)
+/// nor one being dispatched at that moment. A hint file is deleted only once every hint in it
+/// was delivered, so the node's hints directory is the proof: empty, and still empty after a
+/// flush period (hints buffered in memory reach a file within `hints_flush_period`, 2 s).
 fn wait_no_hints(cluster: &LocalCluster, index: usize, timeout: Duration) -> Result<()> {
+    let dir = cluster
+        .nodes
+        .iter()
+        .find(|n| n.index == index)
+        .map(|n| n.dir.join("hints"))
+        .ok_or_else(|| Error::Cluster(format!("no node {index}")))?;
+    let hint_files = || -> Result<Vec<String>> {
+        let mut files = Vec::new();
+        let context = || format!("listing {}", dir.display());
+        for entry in std::fs::read_dir(&dir).map_err(Error::io(context()))? {
+            let name = entry.map_err(Error::io(context()))?.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".hints") {
+                files.push(name.into_owned());
+            }
+        }
+        Ok(files)
+    };
     let deadline = Instant::now() + timeout;
+    let mut empty_since: Option<Instant> = None;
     loop {
-        let out = cluster.nodetool(index, &["listpendinghints"])?;
-        if out.contains("does not have any pending hints") {
-            return Ok(());
+        let files = hint_files()?;
+        let listed = cluster.nodetool(index, &["listpendinghints"])?;
+        if files.is_empty() && listed.contains("does not have any pending hints") {
+            let since = *empty_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= Duration::from_millis(2500) {
+                return Ok(());
+            }
+        } else {
+            empty_since = None;
         }
         if Instant::now() > deadline {
             return Err(Error::Cluster(format!(
-                "node {index} still holds hints after {timeout:?}: {out}"
+                "node {index} still holds hints after {timeout:?}: files {files:?}; {listed}"
             )));
         }
         std::thread::sleep(Duration::from_millis(500));
