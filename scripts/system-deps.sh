@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages kith's build needs when they are missing: a C++ compiler for
 # RocksDB (built from source by the `rocksdb` crate) and libclang for its bindings; make, with
-# which `kith bench analytics` builds GAPBS's reference code beside kith.
+# which `kith bench analytics` builds GAPBS's reference code beside kith; npm, with which the
+# build fetches the dashboard's charting library (ui/package-lock.json) to embed it.
 set -euo pipefail
 
 have_libclang() {
@@ -13,6 +14,7 @@ missing=()
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 have_libclang || missing+=(libclang-dev)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
     echo "system-deps: installing ${missing[*]}" >&2
     sudo=""

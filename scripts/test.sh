@@ -20,13 +20,18 @@ fi
 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q -r tests/oracle/requirements.txt
 
 # Redis (Debian's redis-server), Java and Maven for Apache Cassandra; HAProxy (Debian's) for
-# the test of deploy/haproxy.cfg in front of several servers.
+# the test of deploy/haproxy.cfg in front of several servers; Chromium and its driver
+# (Debian's) for the dashboard's browser test.
 bash scripts/cluster-deps.sh
-if ! need haproxy; then
+apt_missing=()
+need haproxy || apt_missing+=(haproxy)
+need chromium || apt_missing+=(chromium)
+need chromedriver || apt_missing+=(chromium-driver)
+if ((${#apt_missing[@]})); then
     sudo=""
     if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq haproxy
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_missing[@]}"
 fi
 
 # A Redis for the feed tests, on a free loopback port, stopped on exit.
@@ -77,3 +82,7 @@ KITH_BIN="$kith_bin" python3 -m pytest -q tests/oracle
 # algorithm against networkx, layouts against the CLI, the client against a real server.
 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q ./python
 KITH_BIN="$kith_bin" python3 -m pytest -q python/tests
+
+# The dashboard in a real browser (headless Chromium through chromedriver) against a real
+# server: every view checked against the API, screenshots into bench/results/ui/.
+KITH_BIN="$kith_bin" python3 -m pytest -q tests/ui

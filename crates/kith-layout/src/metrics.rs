@@ -121,12 +121,24 @@ pub fn pages_touched(
     record_bytes: u64,
     scratch: &mut Vec<u32>,
 ) -> u64 {
+    pages_touched_of(graph, layout, u, record_bytes, PAGE_BYTES, scratch)
+}
+
+/// [`pages_touched`] with pages of `page_bytes`.
+pub fn pages_touched_of(
+    graph: &Graph,
+    layout: &Layout,
+    u: VertexId,
+    record_bytes: u64,
+    page_bytes: u64,
+    scratch: &mut Vec<u32>,
+) -> u64 {
     let pos = layout.positions();
     scratch.clear();
     scratch.push(pos[u as usize]);
     scratch.extend(graph.neighbors(u).iter().map(|&v| pos[v as usize]));
     scratch.sort_unstable();
-    pages_of_sorted(scratch, record_bytes, PAGE_BYTES)
+    pages_of_sorted(scratch, record_bytes, page_bytes)
 }
 
 /// The distinct pages of `page_bytes` holding the records at the ascending positions `sorted`.

@@ -25,6 +25,7 @@ mod idempotency;
 mod listen;
 mod metrics;
 mod state;
+mod ui;
 mod users;
 
 #[cfg(test)]
@@ -130,6 +131,15 @@ struct Stats {
 }
 
 async fn stats(State(s): State<AppState>) -> axum::Json<Stats> {
+    axum::Json(stats_of(&s).await)
+}
+
+/// `/stats` as a JSON value (the dashboard's metrics carry it).
+pub(crate) async fn stats_json(s: &AppState) -> serde_json::Value {
+    serde_json::to_value(stats_of(s).await).unwrap_or_default()
+}
+
+async fn stats_of(s: &AppState) -> Stats {
     let kinds = ["post", "friends", "timeline"];
     let mut hit_rate = serde_json::Map::new();
     for k in kinds {
@@ -140,7 +150,7 @@ async fn stats(State(s): State<AppState>) -> axum::Json<Stats> {
         );
     }
     let c = s.feed.config();
-    axum::Json(Stats {
+    Stats {
         feed: format!("{:?}", c.strategy).to_lowercase(),
         cache: format!("{:?}", c.cache).to_lowercase(),
         backend: s.feed.backend_name(),
@@ -151,7 +161,7 @@ async fn stats(State(s): State<AppState>) -> axum::Json<Stats> {
         writeback_waiting: s.feed.waiting_posts().await.ok(),
         journal_appends: s.feed.journal_counts().0,
         journal_syncs: s.feed.journal_counts().1,
-    })
+    }
 }
 
 async fn metrics_text(State(s): State<AppState>) -> Response {
@@ -229,6 +239,7 @@ fn app(state: AppState, body_limit: usize, http: HttpMetrics, guard: Guard) -> R
     .route("/metrics", get(metrics_text))
     .route("/stats", get(stats))
     .route("/health", get(health))
+    .merge(ui::routes())
     .fallback(not_found)
     .method_not_allowed_fallback(method_not_allowed)
     .layer(DefaultBodyLimit::max(body_limit))
@@ -265,6 +276,7 @@ pub async fn router(
         registry,
         token: config.token.clone().map(Arc::new),
         token_reads: config.token_reads,
+        ui: Arc::default(),
     };
     let guard = Guard {
         allowed_hosts: config.allowed_hosts.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),

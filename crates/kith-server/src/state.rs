@@ -17,4 +17,6 @@ pub(crate) struct AppState {
     pub(crate) registry: Registry,
     pub(crate) token: Option<Arc<crate::Secret>>,
     pub(crate) token_reads: bool,
+    /// The dashboard's cached reads and its relayout job.
+    pub(crate) ui: Arc<crate::ui::UiState>,
 }

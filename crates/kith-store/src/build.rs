@@ -210,7 +210,7 @@ pub fn build(
                 let uid = graph.original_id(v);
                 Ok(synthetic_data(uid, spec.size_of(uid, seed), seed))
             },
-            options.progress,
+            &crate::progress::Progress::terminal(options.progress),
         )?;
         ingest(&db, &files)?;
         db.flush_wal(true)?;

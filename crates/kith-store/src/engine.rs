@@ -15,7 +15,10 @@ use crate::feed_log::IdempotencyRecord;
 use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, friends_page};
 use crate::paths::{self, Neighborhood};
 use crate::post::Post;
+use crate::progress::Progress;
 use crate::record::{Profile, User};
+use crate::relayout::RelayoutReport;
+use crate::status::{Status, StoreGraph};
 use crate::write::UserWrite;
 
 /// A storage engine for users, friendships, follows and posts.
@@ -110,6 +113,13 @@ pub trait Engine: Send + Sync + Debug {
     /// is refused with [`Error::TooExpensive`](crate::Error::TooExpensive).
     fn traversal_budget(&self) -> u64 {
         paths::DEFAULT_TRAVERSAL_BUDGET
+    }
+
+    /// The layout's administration (the stored graph and order, the status, a relayout) where
+    /// the service may drive it; `None` (the default) where the layout is administered from
+    /// the command line only.
+    fn layout_admin(&self) -> Option<&dyn LayoutAdmin> {
+        None
     }
 
     /// Makes `uid` follow every target (1 to
@@ -239,4 +249,21 @@ pub trait Engine: Send + Sync + Debug {
         repush_at: Option<u64>,
         record: &IdempotencyRecord,
     ) -> Result<(u64, u64)>;
+}
+
+/// The layout's administration, as the service's dashboard drives it.
+pub trait LayoutAdmin: Send + Sync {
+    /// The friendship graph as stored, with each user's position.
+    fn stored_graph(&self) -> Result<StoreGraph>;
+
+    /// The size of a record and of a page the store's layout was made for, in bytes.
+    fn paging(&self) -> Result<(u64, u64)>;
+
+    /// Users, friendships, the layout's cost against a fresh one of the same method (which it
+    /// computes: seconds on a large store), pages per friend list.
+    fn status(&self) -> Result<Status>;
+
+    /// A fresh layout by the store's own method, written as the next generation and switched
+    /// to, reporting its phases to `progress`.
+    fn relayout(&self, progress: &Progress) -> Result<RelayoutReport>;
 }

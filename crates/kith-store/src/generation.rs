@@ -12,6 +12,7 @@ use rocksdb::{DB, IngestExternalFileOptions, Options, SstFileWriter};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::meta::{LayoutMeta, meta_format, meta_layout, meta_u32};
+use crate::progress::Progress;
 use crate::record::{self, MAX_DATA_BYTES};
 
 /// SST files roll over at this size, so no file is unwieldy.
@@ -86,7 +87,7 @@ pub(crate) fn write_generation(
     plan: &Plan<'_>,
     mut profile: impl FnMut(VertexId) -> Result<Vec<u8>>,
     mut data: impl FnMut(VertexId) -> Result<Vec<u8>>,
-    progress: bool,
+    progress: &Progress,
 ) -> Result<Vec<PathBuf>> {
     let graph = plan.graph;
     let n = plan.order.len();
@@ -94,7 +95,8 @@ pub(crate) fn write_generation(
     for (p, &v) in plan.order.iter().enumerate() {
         position[v as usize] = p as u64;
     }
-    let bar = if progress { ProgressBar::new(3 * n as u64) } else { ProgressBar::hidden() };
+    let bar =
+        if progress.shows_bar() { ProgressBar::new(3 * n as u64) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} records ({eta})")
             .expect("template")
@@ -103,6 +105,7 @@ pub(crate) fn write_generation(
     let mut sink = SstSink::new(options, tmp)?;
     let g = plan.generation;
     bar.set_message("data");
+    progress.phase("data", n as u64);
     for (p, &v) in plan.order.iter().enumerate() {
         let block = data(v)?;
         if block.len() as u64 > MAX_DATA_BYTES {
@@ -119,8 +122,10 @@ pub(crate) fn write_generation(
             sink.put(&k, &value, c == 0 && aligned)?;
         }
         bar.inc(1);
+        progress.add(1);
     }
     bar.set_message("index");
+    progress.phase("index", graph.num_nodes() as u64);
     // Dense ids ascend with uids, so the index is written in key order, and each neighbour
     // list is already sorted by uid.
     for v in 0..graph.num_nodes() as VertexId {
@@ -132,6 +137,7 @@ pub(crate) fn write_generation(
         let k = keys::index(g, graph.original_id(v));
         sink.put(&k, &record::encode_entry(&k, position[v as usize], &list), true)?;
         bar.inc(1);
+        progress.add(1);
     }
     let mut meta: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let entries = [meta_u32("generation", g), meta_layout(&plan.layout)];
@@ -143,11 +149,13 @@ pub(crate) fn write_generation(
         sink.put(k, v, true)?;
     }
     bar.set_message("profiles");
+    progress.phase("profiles", n as u64);
     for (p, &v) in plan.order.iter().enumerate() {
         let k = keys::profile(g, p as u64);
         let encoded = profile(v)?;
         sink.put(&k, &record::encode_header(&k, graph.original_id(v), &encoded), true)?;
         bar.inc(1);
+        progress.add(1);
     }
     bar.finish_and_clear();
     sink.finish()

@@ -66,6 +66,7 @@ mod page;
 mod page_model;
 mod paths;
 mod post;
+mod progress;
 mod read;
 mod record;
 mod relayout;
@@ -80,7 +81,7 @@ mod verify;
 mod write;
 
 // The storage seam and the values in its signatures.
-pub use engine::Engine;
+pub use engine::{Engine, LayoutAdmin};
 pub use error::{Error, Result};
 pub use feed_db::{Degree, MAX_FOLLOW_TARGETS, check_follow_targets};
 pub use feed_log::{IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
@@ -101,8 +102,9 @@ pub use io::measure;
 pub use meta::LayoutMeta;
 pub use options::{CacheMode, DEFAULT_CHUNK_BYTES, OpenOptions};
 pub use page_model::paged_config;
-pub use relayout::{NewLayout, relayout_order};
-pub use status::dir_bytes;
+pub use progress::{Progress, ProgressSnapshot};
+pub use relayout::{NewLayout, RelayoutReport, relayout_order};
+pub use status::{Status, StoreGraph, dir_bytes};
 pub use store::Store;
 
 /// RocksDB's statistics tickers and histograms, for [`Store::ticker`] and [`Store::histogram`].

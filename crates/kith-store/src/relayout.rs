@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::generation::{Plan, ingest, now_unix, write_generation};
 use crate::keys;
 use crate::meta::LayoutMeta;
+use crate::progress::Progress;
 use crate::record;
 use crate::status::la_cost_of;
 use crate::store::Store;
@@ -72,12 +73,26 @@ impl Store {
     /// Rewrites every record in a new order and switches to it atomically. Readers keep
     /// reading the old generation until the switch and the new one after it; writers wait
     /// only while the records are rewritten, not while the layout is computed.
+    /// `progress` draws a bar on the terminal.
     pub fn relayout(&self, new: NewLayout<'_>, progress: bool) -> Result<RelayoutReport> {
+        self.relayout_reporting(new, &Progress::terminal(progress))
+    }
+
+    /// [`Store::relayout`], reporting its phases to `progress`: `reading the graph`,
+    /// `computing the layout`, `waiting for writers`, `data`, `index` and `profiles` (counted
+    /// in records), `switching`, `done`.
+    pub fn relayout_reporting(
+        &self,
+        new: NewLayout<'_>,
+        progress: &Progress,
+    ) -> Result<RelayoutReport> {
         let t0 = std::time::Instant::now();
+        progress.phase("reading the graph", 0);
         let before = self.graph()?;
         let (layout, mut meta) = match new {
             NewLayout::Given(l, m) => (l.clone(), m),
             NewLayout::Compute(config) => {
+                progress.phase("computing the layout", 0);
                 let computed = kith_layout::compute(&before.graph, &config)?;
                 (computed.layout, LayoutMeta::of(&config))
             }
@@ -91,6 +106,7 @@ impl Store {
         }
         let compute_seconds = t0.elapsed().as_secs_f64();
         let t1 = std::time::Instant::now();
+        progress.phase("waiting for writers", 0);
         let _exclusive = self.writers.write().unwrap_or_else(PoisonError::into_inner);
         let now = self.graph()?;
         let (order, laid) = relayout_order(&before.graph, &layout, &now.graph, &now.order);
@@ -135,6 +151,7 @@ impl Store {
             },
             progress,
         )?;
+        progress.phase("switching", 0);
         {
             // Ingestion is atomic and carries the new generation number in its metadata;
             // the in-memory flip happens under the readers' lock right after it.
@@ -156,6 +173,7 @@ impl Store {
             self.db.compact_range(Some(lo), Some(hi));
         }
         let after = la_cost_of(&now.graph, &order);
+        progress.phase("done", 0);
         Ok(RelayoutReport {
             from_generation: old,
             to_generation: new_generation,

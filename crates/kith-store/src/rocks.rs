@@ -4,17 +4,24 @@
 
 use rand::RngCore;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, LayoutAdmin};
 use crate::error::Result;
 use crate::feed_db::Degree;
 use crate::feed_log::IdempotencyRecord;
 use crate::page::{FriendsPage, UsersCursor, UsersPage};
 use crate::post::Post;
+use crate::progress::Progress;
 use crate::record::{Profile, User};
+use crate::relayout::{NewLayout, RelayoutReport};
+use crate::status::{Status, StoreGraph};
 use crate::store::Store;
 use crate::write::UserWrite;
 
 impl Engine for Store {
+    fn layout_admin(&self) -> Option<&dyn LayoutAdmin> {
+        Some(self)
+    }
+
     fn contains(&self, uid: u64) -> Result<bool> {
         Store::contains(self, uid)
     }
@@ -181,5 +188,25 @@ fn one_server(server: u16) -> Result<()> {
         n => Err(crate::Error::Invalid(format!(
             "server number {n}: a RocksDB store is opened by one process, server 0"
         ))),
+    }
+}
+
+impl LayoutAdmin for Store {
+    fn stored_graph(&self) -> Result<StoreGraph> {
+        self.graph()
+    }
+
+    fn paging(&self) -> Result<(u64, u64)> {
+        let c = self.layout_config()?;
+        Ok((c.record_bytes, c.page_bytes))
+    }
+
+    fn status(&self) -> Result<Status> {
+        Store::status(self, None)
+    }
+
+    fn relayout(&self, progress: &Progress) -> Result<RelayoutReport> {
+        let config = self.layout_config()?;
+        self.relayout_reporting(NewLayout::Compute(config), progress)
     }
 }
