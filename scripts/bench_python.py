@@ -20,7 +20,6 @@ import datetime
 import json
 import os
 import pathlib
-import platform
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import time
 import numpy as np
 
 import kith
+from bench_meta import commit, machine
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -59,28 +59,6 @@ def cli_run(binary, args, trials):
     return {"seconds": statistics.median(seconds),
             "run_s": statistics.median(runs) if runs else None,
             "process_s": statistics.median(walls)}
-
-
-def machine():
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem, 1),
-            "os": platform.platform(), "python": platform.python_version()}
-
-
-def commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def bench_graph(name, path, binary, trials, with_networkx, progress):

@@ -125,7 +125,10 @@ async function pollHealth() {
 
 function drawHealth() {
   const h = health.history;
+  // No animation: a redraw a second would otherwise animate for the whole second, and the
+  // browser's work competes with the server's when both share a machine.
   chart('chart-rps').setOption({
+    animation: false,
     title: { text: 'requests/s', textStyle: { fontSize: 13 } },
     tooltip: { trigger: 'axis' },
     xAxis: { type: 'time' },
@@ -148,6 +151,7 @@ function drawHealth() {
     }
   }
   chart('chart-latency').setOption({
+    animation: false,
     title: { text: 'latency, ms (p50 solid, p99 dashed)', textStyle: { fontSize: 13 } },
     tooltip: { trigger: 'axis' },
     legend: { type: 'scroll', top: 22 },
