@@ -57,8 +57,7 @@ enum Command {
     #[command(subcommand)]
     Cluster(cmd::cluster::ClusterCommand),
     /// Reproduce the papers' experiments: CSV tables and PNG charts.
-    #[command(subcommand)]
-    Experiment(kith_lab::experiment::ExperimentCommand),
+    Experiment(kith_lab::experiment::ExperimentArgs),
     /// Benchmarks that record their results as JSON under bench/results/.
     Bench(kith_lab::bench::BenchArgs),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.

@@ -179,3 +179,28 @@ fn experiments_write_a_csv_and_a_png_each() {
         assert!(total > 0.3, "{line}");
     }
 }
+
+#[test]
+fn an_experiment_with_json_prints_what_it_wrote_as_one_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("lfr.kgraph");
+    common::lfr_graph(&graph, "800", "8", "5");
+    let out = dir.path().join("out");
+    let stdout =
+        ok(&["experiment", "--json", "bondhu-models", "--graph", p(&graph), "--out", p(&out)]);
+    let doc = common::json(&stdout);
+    assert_eq!(doc["experiment"], "bondhu-models");
+    let rows = doc["tables"]["bondhu-models.csv"].as_array().unwrap();
+    let csv = std::fs::read_to_string(out.join("bondhu-models.csv")).unwrap();
+    assert_eq!(rows.len(), csv.lines().count() - 1);
+    // The same figures as the file, numbers as numbers.
+    let first: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for (k, v) in header.iter().zip(first) {
+        match v.parse::<f64>() {
+            Ok(x) => assert!((rows[0][*k].as_f64().unwrap() - x).abs() < 1e-9, "{k}"),
+            Err(_) => assert_eq!(rows[0][*k], v, "{k}"),
+        }
+    }
+    assert_eq!(doc["figures"], serde_json::json!(["bondhu-models.png"]));
+}

@@ -26,7 +26,7 @@ pub struct ExperimentArgs {
     format: Option<String>,
     /// Where to write the CSV and PNG (created if missing).
     #[arg(long)]
-    out: PathBuf,
+    pub(super) out: PathBuf,
     /// The layout method (bondhu-models and bondhu-evolution; bondhu-communities is parcom).
     #[arg(long, default_value = "parcom", value_parser = method_parser())]
     method: Method,
@@ -261,7 +261,11 @@ fn finish(
     let png_path = args.out.join(format!("{name}.png"));
     write_csv(&csv_path, csv)?;
     draw(&png_path)?;
-    print!("{csv}");
+    if crate::report::json() {
+        eprint!("{csv}");
+    } else {
+        print!("{csv}");
+    }
     eprintln!("wrote {} and {}", csv_path.display(), png_path.display());
     Ok(())
 }

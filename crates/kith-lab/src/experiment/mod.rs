@@ -10,10 +10,24 @@ mod service;
 mod store;
 mod twibo;
 
-use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
 use clap::Subcommand;
 
 pub(crate) use store::FIXED_BLOCKS;
+
+/// `kith experiment [--json] <experiment>`.
+#[derive(Debug, clap::Args)]
+pub struct ExperimentArgs {
+    /// Print what the experiment wrote as one JSON document on stdout (each CSV table as rows,
+    /// each JSON file, the charts' paths); the tables and progress go to stderr.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: ExperimentCommand,
+}
 
 // The variants are the command names (`bondhu-...`); other papers' experiments join later.
 #[allow(clippy::enum_variant_names)]
@@ -45,7 +59,21 @@ pub enum ExperimentCommand {
 }
 
 /// Runs one experiment.
-pub fn run(command: ExperimentCommand) -> Result<()> {
+pub fn run(args: ExperimentArgs) -> Result<()> {
+    crate::report::set_json(args.json);
+    let name = args.command.name();
+    let out = args.command.out().to_path_buf();
+    // Coarse file times: whatever was written within a second before the start counts.
+    let started = SystemTime::now() - Duration::from_secs(1);
+    run_command(args.command)?;
+    if args.json {
+        let doc = written(name, &out, started)?;
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    Ok(())
+}
+
+fn run_command(command: ExperimentCommand) -> Result<()> {
     match command {
         ExperimentCommand::BondhuCommunities(a) => bondhu::communities(&a),
         ExperimentCommand::BondhuModels(a) => bondhu::models(&a),
@@ -55,5 +83,145 @@ pub fn run(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::TwiboCache(a) => twibo::twibo_cache(a),
         ExperimentCommand::ParkerLatency(a) => parker::run(a),
         ExperimentCommand::ParkerCluster(a) => parker_cluster::run(a),
+    }
+}
+
+impl ExperimentCommand {
+    /// The command's name.
+    fn name(&self) -> &'static str {
+        match self {
+            ExperimentCommand::BondhuCommunities(_) => "bondhu-communities",
+            ExperimentCommand::BondhuModels(_) => "bondhu-models",
+            ExperimentCommand::BondhuEvolution(_) => "bondhu-evolution",
+            ExperimentCommand::BondhuDatasize(_) => "bondhu-datasize",
+            ExperimentCommand::Twibo(_) => "twibo",
+            ExperimentCommand::TwiboCache(_) => "twibo-cache",
+            ExperimentCommand::ParkerLatency(_) => "parker-latency",
+            ExperimentCommand::ParkerCluster(_) => "parker-cluster",
+        }
+    }
+
+    /// Where it writes.
+    fn out(&self) -> &Path {
+        match self {
+            ExperimentCommand::BondhuCommunities(a)
+            | ExperimentCommand::BondhuModels(a)
+            | ExperimentCommand::BondhuEvolution(a) => &a.out,
+            ExperimentCommand::BondhuDatasize(a) => &a.out,
+            ExperimentCommand::Twibo(a)
+            | ExperimentCommand::TwiboCache(a)
+            | ExperimentCommand::ParkerLatency(a) => &a.out,
+            ExperimentCommand::ParkerCluster(a) => &a.out,
+        }
+    }
+}
+
+/// The files under `out` written since `since`: CSV tables as rows (numbers as numbers),
+/// JSON files as they are, charts by path.
+fn written(name: &str, out: &Path, since: SystemTime) -> Result<serde_json::Value> {
+    let mut tables = serde_json::Map::new();
+    let mut documents = serde_json::Map::new();
+    let mut figures = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![out.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
+        {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if meta.modified().is_ok_and(|m| m >= since) {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    for path in files {
+        let key = path.strip_prefix(out).unwrap_or(&path).display().to_string();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("csv") => {
+                tables.insert(key, csv_rows(&path)?);
+            }
+            Some("json") => {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let value = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not JSON", path.display()))?;
+                documents.insert(key, value);
+            }
+            Some("png" | "svg") => figures.push(serde_json::Value::String(key)),
+            _ => {}
+        }
+    }
+    Ok(serde_json::json!({
+        "experiment": name,
+        "out": out.display().to_string(),
+        "tables": tables,
+        "documents": documents,
+        "figures": figures,
+    }))
+}
+
+/// A CSV table as an array of objects keyed by its header; fields that parse as numbers are
+/// numbers, empty fields null.
+fn csv_rows(path: &Path) -> Result<serde_json::Value> {
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
+    let header = reader.headers()?.clone();
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.with_context(|| format!("reading {}", path.display()))?;
+        let row: serde_json::Map<String, serde_json::Value> =
+            header.iter().zip(record.iter()).map(|(k, v)| (k.to_string(), cell(v))).collect();
+        rows.push(serde_json::Value::Object(row));
+    }
+    Ok(serde_json::Value::Array(rows))
+}
+
+fn cell(v: &str) -> serde_json::Value {
+    if v.is_empty() {
+        return serde_json::Value::Null;
+    }
+    if let Ok(i) = v.parse::<i64>() {
+        return i.into();
+    }
+    match v.parse::<f64>() {
+        Ok(f) if f.is_finite() => f.into(),
+        _ => v.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_reads_back_tables_documents_and_charts_made_since_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("old.csv"), "a\n1\n").unwrap();
+        let since = SystemTime::now();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(dir.path().join("t.csv"), "k,n,x,name\n2,3,0.5,\"a, b\"\n4,,x,c\n").unwrap();
+        std::fs::write(dir.path().join("r.json"), "{\"ok\": true}").unwrap();
+        std::fs::write(dir.path().join("c.png"), b"png").unwrap();
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("old.csv"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let doc = written("x", dir.path(), since).unwrap();
+        assert_eq!(
+            doc["tables"],
+            serde_json::json!({"t.csv": [
+                {"k": 2, "n": 3, "x": 0.5, "name": "a, b"},
+                {"k": 4, "n": null, "x": "x", "name": "c"},
+            ]})
+        );
+        assert_eq!(doc["documents"], serde_json::json!({"r.json": {"ok": true}}));
+        assert_eq!(doc["figures"], serde_json::json!(["c.png"]));
     }
 }

@@ -33,10 +33,15 @@ pub(super) fn run(args: ServiceArgs) -> Result<()> {
         // One client: per-call latency, not throughput.
         let r = drive(&runtime, source, &d.urls, 1, &args)?;
         drop(d);
-        println!("\n{backend}");
-        println!(
+        crate::say!("\n{backend}");
+        crate::say!(
             "{:<18}{:>6}{:>8}{:>10}{:>10}{:>10}   Parker (Table 1)",
-            "call", "kind", "ops", "p50 ms", "p99 ms", "max ms"
+            "call",
+            "kind",
+            "ops",
+            "p50 ms",
+            "p99 ms",
+            "max ms"
         );
         let mut bars = Vec::new();
         for o in &r.ops {
@@ -51,7 +56,7 @@ pub(super) fn run(args: ServiceArgs) -> Result<()> {
                 "{backend},{},{kind},{},{mean:.4},{:.4},{:.4},{:.4},{:.4},{}\n",
                 o.op, o.ops, o.p50_ms, o.p95_ms, o.p99_ms, o.max_ms, o.errors
             ));
-            println!(
+            crate::say!(
                 "{:<18}{kind:>6}{:>8}{:>10.3}{:>10.3}{:>10.3}   {}",
                 o.op,
                 o.ops,
@@ -85,6 +90,6 @@ pub(super) fn run(args: ServiceArgs) -> Result<()> {
         args.out.join("parker-latency.json"),
         serde_json::to_string_pretty(&doc)? + "\n",
     )?;
-    println!("wrote parker-latency.csv, .json and .png to {}", args.out.display());
+    crate::say!("wrote parker-latency.csv, .json and .png to {}", args.out.display());
     Ok(())
 }

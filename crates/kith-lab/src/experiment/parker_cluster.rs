@@ -50,7 +50,7 @@ pub struct ParkerClusterArgs {
     heap_mb: u32,
     /// Where to write CSV, JSON and PNG (created if missing).
     #[arg(long, default_value = "bench/results/parker-cluster")]
-    out: PathBuf,
+    pub(super) out: PathBuf,
 }
 
 #[derive(Debug, Serialize)]
@@ -185,9 +185,15 @@ pub(super) fn run(args: ParkerClusterArgs) -> Result<()> {
             p.p50_ms,
             p.p99_ms
         ));
-        println!(
+        crate::say!(
             "{} nodes (RF {}): {:<12} {:>8.0} ops/s  p50 {:>7.2} ms  p99 {:>7.2} ms  errors {}",
-            p.nodes, p.replication, p.op, p.ops_per_s, p.p50_ms, p.p99_ms, p.errors
+            p.nodes,
+            p.replication,
+            p.op,
+            p.ops_per_s,
+            p.p50_ms,
+            p.p99_ms,
+            p.errors
         );
     }
     std::fs::write(args.out.join("parker-cluster-scaling.csv"), csv)?;
@@ -199,9 +205,12 @@ pub(super) fn run(args: ParkerClusterArgs) -> Result<()> {
             "{nodes},{},{},{:.3},{:.3},{:.3},{:.3}\n",
             l.placement, l.partition_users, l.partitions_mean, l.requests_mean, l.p50_ms, l.p99_ms
         ));
-        println!(
+        crate::say!(
             "{nodes} nodes: list all friends' profiles, {:<5} {:>6.2} partitions  p50 {:>6.2} ms  p99 {:>6.2} ms",
-            l.placement, l.partitions_mean, l.p50_ms, l.p99_ms
+            l.placement,
+            l.partitions_mean,
+            l.p50_ms,
+            l.p99_ms
         );
     }
     std::fs::write(args.out.join("parker-cluster-friends.csv"), fcsv)?;
@@ -213,7 +222,7 @@ pub(super) fn run(args: ParkerClusterArgs) -> Result<()> {
         "scaling": points, "friends": friends.iter().map(|(n, l)| serde_json::json!({"nodes": n, "result": l})).collect::<Vec<_>>(),
     });
     write_json(&args.out.join("parker-cluster.json"), &doc)?;
-    println!(
+    crate::say!(
         "wrote parker-cluster-scaling.csv, parker-cluster-friends.csv, .json and .png to {}",
         args.out.display()
     );

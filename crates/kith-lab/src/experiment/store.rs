@@ -25,7 +25,7 @@ pub struct DatasizeArgs {
     graph: PathBuf,
     /// Where to write CSVs, PNGs and (temporarily) the stores.
     #[arg(long)]
-    out: PathBuf,
+    pub(super) out: PathBuf,
     /// Layouts to compare; the first is the baseline improvements are measured against.
     #[arg(long, value_delimiter = ',', default_value = "default,parcom,kith")]
     methods: Vec<Method>,
@@ -297,7 +297,7 @@ fn write_outputs(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cell])
     )?;
     scatter_per_user(args, graph, name, cells)?;
     block_access(args, name, cells)?;
-    println!("wrote {} and its charts", csv_path.display());
+    crate::say!("wrote {} and its charts", csv_path.display());
     Ok(())
 }
 

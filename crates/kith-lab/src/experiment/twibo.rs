@@ -146,9 +146,12 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
                         errors: r.total.errors,
                     });
                     let last = rows.last().expect("just pushed");
-                    println!(
+                    crate::say!(
                         "{backend:<11}{name:<19}x{n:<3}{clients:>5} clients {:>9.0} req/s  feed p50 {:>7.2} ms p95 {:>7.2} ms  errors {}",
-                        last.throughput, last.retrieve_p50_ms, last.retrieve_p95_ms, last.errors
+                        last.throughput,
+                        last.retrieve_p50_ms,
+                        last.retrieve_p95_ms,
+                        last.errors
                     );
                     reports
                         .push(json!({"backend": backend, "config": name, "servers": n, "run": r}));
@@ -185,7 +188,7 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
     let mut table = String::from(
         "backend,servers,config,peak_req_per_s,peak_clients,per_core,twibo_peak,twibo_per_process,per_core_ratio,feed_p95_ms_at_peak,fewest_clients,req_per_s_at_fewest,feed_p95_ms_at_fewest\n",
     );
-    println!(
+    crate::say!(
         "\npeak throughput beside Twibo's (Twibo: 3 servers x 6 processes; here {cores} cores shared with the driver)"
     );
     // (backend, servers) in the order run.
@@ -233,7 +236,7 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
                 lightest.throughput,
                 lightest.retrieve_p95_ms
             ));
-            println!(
+            crate::say!(
                 "{backend:<11}x{n:<3}{name:<19} peak {:>8.0} req/s at {:>3} clients, {:>7.0} per core; feed p95 {:.2} ms at {} clients; Twibo {}{}",
                 peak.throughput,
                 peak.clients,
@@ -288,7 +291,10 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
     let doc = json!({"experiment": "twibo", "date": utc_now(), "commit": git_commit(), "machine": Machine::describe(),
         "graph": args.graph.display().to_string(), "preload": p.preload.len(), "rows": rows, "runs": reports});
     std::fs::write(args.out.join("twibo.json"), serde_json::to_string_pretty(&doc)? + "\n")?;
-    println!("wrote twibo.csv, twibo-peaks.csv, twibo.json and charts to {}", args.out.display());
+    crate::say!(
+        "wrote twibo.csv, twibo-peaks.csv, twibo.json and charts to {}",
+        args.out.display()
+    );
     Ok(())
 }
 
@@ -358,7 +364,7 @@ pub(super) fn twibo_cache(args: ServiceArgs) -> Result<()> {
                 rate("timeline"),
                 store_reads
             ));
-            println!(
+            crate::say!(
                 "{backend:<11}{mb:>4} MB {:>9.0} req/s  post hit rate {:>6.1} %  timeline hit rate {:>6.1} %  store reads per feed read {:.2}",
                 r.total.throughput,
                 100.0 * rate("post"),
@@ -397,6 +403,6 @@ pub(super) fn twibo_cache(args: ServiceArgs) -> Result<()> {
         },
         &series,
     )?;
-    println!("wrote twibo-cache.csv and charts to {}", args.out.display());
+    crate::say!("wrote twibo-cache.csv and charts to {}", args.out.display());
     Ok(())
 }
