@@ -141,7 +141,18 @@ fn bad_input_gets_one_line_errors() {
 
 #[test]
 fn demo_runs_small() {
-    let out = ok(&["demo", "--nodes", "5000"]);
+    let out = ok(&["demo", "--nodes", "5000", "--http-seconds", "1"]);
     assert!(out.contains("nodes               5000"), "{out}");
     assert!(out.contains("loaded and verified"), "{out}");
+    // With --json: the walk-through on stderr, every figure in one document on stdout.
+    let run = kith(&["demo", "--nodes", "3000", "--http-seconds", "1", "--json"]);
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success() && said.contains("loaded and verified"), "{said}");
+    let doc = json(&String::from_utf8_lossy(&run.stdout));
+    assert_eq!(doc["graph"]["nodes"], 3000, "{doc}");
+    let methods: Vec<&str> =
+        doc["layouts"].as_array().unwrap().iter().map(|l| l["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["default", "random", "parcom", "kith"]);
+    assert_eq!(doc["verify"]["ok"], true);
+    assert!(doc["http"]["total_rps"].as_f64().unwrap() > 0.0, "{doc}");
 }

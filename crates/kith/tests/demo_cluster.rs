@@ -9,7 +9,8 @@ use std::time::Duration;
 
 #[test]
 fn the_cluster_demo_kills_one_of_each_and_loses_nothing() {
-    let out = common::ok(&[
+    // With --json: the walk-through on stderr, the figures as one document on stdout.
+    let run = common::kith(&[
         "demo",
         "cluster",
         "--users",
@@ -22,7 +23,17 @@ fn the_cluster_demo_kills_one_of_each_and_loses_nothing() {
         "127.0.9.1",
         "--redis-port",
         "6393",
+        "--json",
     ]);
+    let out = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{out}");
+    let doc = common::json(&String::from_utf8_lossy(&run.stdout));
+    assert_eq!(doc["lost"], serde_json::json!([]), "{doc}");
+    assert_eq!(doc["killed"].as_array().unwrap().len(), 3, "{doc}");
+    let acked = &doc["acknowledged"];
+    let sum: u64 =
+        ["posts", "friendships", "follows"].iter().map(|k| acked[k].as_u64().unwrap()).sum();
+    assert_eq!(doc["checked"].as_u64().unwrap(), sum, "{doc}");
     for line in [
         "killed redis node",
         "killed kith server 3",

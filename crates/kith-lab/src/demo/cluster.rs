@@ -48,6 +48,10 @@ pub struct ClusterDemoArgs {
     /// directory, removed at the end).
     #[arg(long)]
     keep: Option<PathBuf>,
+    /// Print what the load saw as one JSON document on stdout (the walk-through goes to
+    /// stderr).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs the demo.
@@ -80,27 +84,28 @@ pub fn run(a: ClusterDemoArgs) -> Result<()> {
         feed: a.feed.clone(),
         cache: a.cache.clone(),
     };
+    crate::report::set_json(a.json);
     let began = Instant::now();
-    println!(
+    crate::say!(
         "kith demo cluster: 3 Cassandra nodes, a Redis Cluster of 3 masters with a replica \
          each, and 3 kith servers, on loopback from {}\n",
         a.base
     );
     let mut stage = rig(&config)?;
-    println!(
+    crate::say!(
         "\nloaded {} users (LFR, kith layout, 64 per partition) in {:.0} s from the start",
         a.users,
         began.elapsed().as_secs_f64()
     );
-    println!("  cassandra      {}", stage.rig.hosts());
-    println!("  redis cluster  {}", stage.rig.redis_urls());
+    crate::say!("  cassandra      {}", stage.rig.hosts());
+    crate::say!("  redis cluster  {}", stage.rig.redis_urls());
     let load = Duration::from_secs_f64(a.load_s);
     let schedule = [
         (load.mul_f64(0.3), Kill::RedisMaster),
         (load.mul_f64(0.5), Kill::KithServer(3)),
         (load.mul_f64(0.7), Kill::CassandraNode(3)),
     ];
-    println!(
+    crate::say!(
         "\nmixed load: {} clients over the 3 servers for {} s (35 % posts, 10 % friendships, \
          10 % follows, 25 % friend lists, 20 % feeds; --feed {} --cache {}); kill -9 of a Redis \
          master at {:.1} s, kith server 3 at {:.1} s, Cassandra node 3 at {:.1} s",
@@ -116,35 +121,79 @@ pub fn run(a: ClusterDemoArgs) -> Result<()> {
     std::fs::create_dir_all(&logs)?;
     let outcome = load_with_kills(&config, &mut stage, "demo", 1, &schedule, Some(&logs))?;
     report(&outcome, a.load_s);
-    println!("\nstopping everything");
+    crate::say!("\nstopping everything");
     drop(stage);
     if a.keep.is_some() {
-        println!("kept the clusters' directories and the servers' logs in {}", dir.display());
+        crate::say!("kept the clusters' directories and the servers' logs in {}", dir.display());
     }
-    println!("done in {:.0} s", began.elapsed().as_secs_f64());
+    crate::say!("done in {:.0} s", began.elapsed().as_secs_f64());
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outcome_json(&outcome, a.load_s))?);
+    }
     if !outcome.lost.is_empty() {
         bail!("{} acknowledged writes lost", outcome.lost.len());
     }
     Ok(())
 }
 
+/// What the load saw and what it left, as `--json` prints it.
+fn outcome_json(o: &Outcome, load_s: f64) -> serde_json::Value {
+    let t = &o.tally;
+    let ops: Vec<serde_json::Value> = t
+        .latency
+        .iter()
+        .map(|(op, h)| {
+            let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+            serde_json::json!({
+                "op": op, "requests": h.len(), "per_s": h.len() as f64 / load_s,
+                "p50_ms": ms(0.5), "p99_ms": ms(0.99), "max_ms": h.max() as f64 / 1000.0,
+            })
+        })
+        .collect();
+    let killed: Vec<serde_json::Value> = o
+        .killed
+        .iter()
+        .map(|k| serde_json::json!({"at_s": k.at_s, "what": k.what, "promoted_s": k.promoted_s}))
+        .collect();
+    let (posts, friendships, follows) = o.acked;
+    serde_json::json!({
+        "load_s": load_s,
+        "requests": t.requests,
+        "retries": t.retries,
+        "failed": t.failures.len(),
+        "failed_by": t.failed_by,
+        "failed_between_s": t.failures.first().zip(t.failures.last())
+            .map(|(a, b)| [a.as_secs_f64(), b.as_secs_f64()]),
+        "ops": ops,
+        "killed": killed,
+        "acknowledged": {"posts": posts, "friendships": friendships, "follows": follows},
+        "checked": o.checked,
+        "lost": o.lost,
+    })
+}
+
 /// Prints what the load saw and what it left.
 fn report(o: &Outcome, load_s: f64) {
     let t = &o.tally;
-    println!(
+    crate::say!(
         "\n{} requests in {load_s:.0} s ({:.0}/s), {} failed, {} sent again to another server",
         t.requests,
         t.requests as f64 / load_s,
         t.failures.len(),
         t.retries
     );
-    println!(
+    crate::say!(
         "{:<10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-        "op", "requests", "per s", "p50 ms", "p99 ms", "max ms"
+        "op",
+        "requests",
+        "per s",
+        "p50 ms",
+        "p99 ms",
+        "max ms"
     );
     for (op, h) in &t.latency {
         let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        println!(
+        crate::say!(
             "{op:<10}{:>10}{:>10.1}{:>10.2}{:>10.2}{:>10.1}",
             h.len(),
             h.len() as f64 / load_s,
@@ -153,16 +202,16 @@ fn report(o: &Outcome, load_s: f64) {
             h.max() as f64 / 1000.0
         );
     }
-    println!("\nkilled:");
+    crate::say!("\nkilled:");
     for k in &o.killed {
         let promoted =
             k.promoted_s.map_or(String::new(), |p| format!("; its replica took over in {p:.1} s"));
-        println!("  {:>5.1} s  {}{promoted}", k.at_s, k.what);
+        crate::say!("  {:>5.1} s  {}{promoted}", k.at_s, k.what);
     }
     match (t.failures.first(), t.failures.last()) {
         (Some(first), Some(last)) => {
             let by: Vec<String> = t.failed_by.iter().map(|(s, n)| format!("{n} × {s}")).collect();
-            println!(
+            crate::say!(
                 "failed requests: {} (every server tried), sent between {:.1} s and {:.1} s: {}",
                 t.failures.len(),
                 first.as_secs_f64(),
@@ -170,18 +219,18 @@ fn report(o: &Outcome, load_s: f64) {
                 by.join(", ")
             );
         }
-        _ => println!("failed requests: none"),
+        _ => crate::say!("failed requests: none"),
     }
     let (posts, friendships, follows) = o.acked;
-    println!(
+    crate::say!(
         "\nacknowledged writes: {} ({posts} posts, {friendships} friendships, {follows} follows), \
          each read back through kith server 1",
         o.checked
     );
     if o.lost.is_empty() {
-        println!("0 acknowledged writes lost");
+        crate::say!("0 acknowledged writes lost");
     } else {
-        println!(
+        crate::say!(
             "{} acknowledged writes LOST, e.g. {}",
             o.lost.len(),
             o.lost[..o.lost.len().min(5)].join(", ")

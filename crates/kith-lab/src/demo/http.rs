@@ -30,7 +30,7 @@ pub(super) fn run(
     seconds: f64,
     clients: usize,
     seed: u64,
-) -> Result<()> {
+) -> Result<serde_json::Value> {
     let store = Arc::new(Store::open(store_dir, &OpenOptions::default())?);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let config = ServerConfig {
@@ -58,7 +58,7 @@ pub(super) fn run(
     ));
     let addr = addr_rx.recv_timeout(Duration::from_secs(30)).context("the server did not start")?;
     let base = format!("http://{addr}");
-    println!(
+    crate::say!(
         "\nservice: kith serve on {base} (hybrid feed, write-back cache, in-process backend); \
          {clients} clients for {seconds:.0} s over HTTP"
     );
@@ -69,11 +69,18 @@ pub(super) fn run(
     let _ = stop_tx.send(());
     runtime.block_on(server)?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
     let (results, wall) = result?;
-    println!(
+    crate::say!(
         "{:<12}{:>10}{:>8}{:>12}{:>10}{:>10}{:>10}",
-        "operation", "requests", "errors", "req/s", "p50 ms", "p99 ms", "max ms"
+        "operation",
+        "requests",
+        "errors",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms"
     );
     let mut total = 0;
+    let mut rows = Vec::new();
     for (i, op) in OPS.iter().enumerate() {
         let mut h = Histogram::<u64>::new(3).expect("valid precision");
         let mut errors = 0;
@@ -83,7 +90,11 @@ pub(super) fn run(
         }
         total += h.len();
         let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        println!(
+        rows.push(serde_json::json!({
+            "op": op, "requests": h.len(), "errors": errors, "rps": h.len() as f64 / wall,
+            "p50_ms": ms(0.5), "p99_ms": ms(0.99), "max_ms": h.max() as f64 / 1000.0,
+        }));
+        crate::say!(
             "{op:<12}{:>10}{errors:>8}{:>12.0}{:>10.3}{:>10.3}{:>10.3}",
             h.len(),
             h.len() as f64 / wall,
@@ -92,11 +103,11 @@ pub(super) fn run(
             h.max() as f64 / 1000.0
         );
     }
-    println!("{:<12}{total:>10}{:>8}{:>12.0}", "all", "", total as f64 / wall);
+    crate::say!("{:<12}{total:>10}{:>8}{:>12.0}", "all", "", total as f64 / wall);
     let rate = |k: &str| {
         stats["hit_rate"][k]["rate"].as_f64().map_or("-".into(), |r| format!("{:.1} %", 100.0 * r))
     };
-    println!(
+    crate::say!(
         "cache hit rate: posts {}, friend lists {}, timelines {}",
         rate("post"),
         rate("friends"),
@@ -106,14 +117,17 @@ pub(super) fn run(
         stats["journal_appends"].as_u64().unwrap_or(0),
         stats["journal_syncs"].as_u64().unwrap_or(0),
     );
-    println!(
+    crate::say!(
         "write-back journal: {appends} posts in {syncs} fdatasync calls ({:.2} posts per sync); \
          server shut down gracefully",
         appends as f64 / syncs.max(1) as f64
     );
     drop(runtime);
     drop(store);
-    Ok(())
+    Ok(serde_json::json!({
+        "clients": clients, "seconds": wall, "ops": rows, "total_rps": total as f64 / wall,
+        "stats": stats,
+    }))
 }
 
 async fn drive(

@@ -42,6 +42,10 @@ pub struct DemoArgs {
     /// Concurrent HTTP clients.
     #[arg(long, default_value_t = 16)]
     clients: usize,
+    /// Print every figure of the walk-through as one JSON document on stdout (the
+    /// walk-through and progress go to stderr).
+    #[arg(long)]
+    json: bool,
 }
 
 /// The other demos.
@@ -58,13 +62,16 @@ pub fn run(args: DemoArgs) -> Result<()> {
     if let Some(DemoWhat::Cluster(a)) = args.what {
         return cluster::run(a);
     }
+    crate::report::set_json(args.json);
+    let mut doc = serde_json::Map::new();
     let tmp = tempfile::tempdir()?;
     let dir = args.keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
 
-    println!(
+    crate::say!(
         "kith demo: a seeded LFR social graph with {} users (seed {})\n",
-        args.nodes, args.seed
+        args.nodes,
+        args.seed
     );
     let start = Instant::now();
     let config =
@@ -72,9 +79,21 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let generated = lfr(&config)?;
     let generate_s = start.elapsed().as_secs_f64();
     let graph = &generated.graph;
-    print!("{}", stats_table(&kith_graph::stats(graph)));
+    let stats = kith_graph::stats(graph);
+    crate::say!("{}", stats_table(&stats).trim_end());
+    doc.insert("graph".into(), serde_json::to_value(&stats)?);
+    doc.insert(
+        "communities".into(),
+        serde_json::json!({
+            "planted": generated.num_communities(),
+            "mixing": generated.realized_mu(),
+            "mixing_asked": config.mu,
+            "degree_exponent": generated.fitted_degree_exponent(),
+            "degree_exponent_asked": config.tau1,
+        }),
+    );
 
-    println!(
+    crate::say!(
         "{:<20}{} planted, mixing {:.3} (asked {:.2}), degree exponent {:.2} (asked {:.2})",
         "communities",
         generated.num_communities(),
@@ -93,37 +112,58 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let load_s = start.elapsed().as_secs_f64();
     ensure!(&loaded == graph, "the snapshot did not load back to the same graph");
     let bytes = std::fs::metadata(&snapshot)?.len();
-    println!(
+    doc.insert(
+        "timings".into(),
+        serde_json::json!({
+            "generate_s": generate_s, "snapshot_bytes": bytes, "save_s": save_s, "load_s": load_s,
+        }),
+    );
+    crate::say!(
         "\ngenerated in {generate_s:.2} s; snapshot of {:.1} MB written in {save_s:.3} s, loaded and verified in {load_s:.3} s",
         bytes as f64 / 1e6
     );
-    println!("\nlayouts: where each user's record goes (pages of 4 KiB, 40-byte records)");
-    println!("{:<10}{:>18}{:>20}{:>12}", "method", "LA cost", "pages/friend list", "seconds");
+    crate::say!("\nlayouts: where each user's record goes (pages of 4 KiB, 40-byte records)");
+    crate::say!("{:<10}{:>18}{:>20}{:>12}", "method", "LA cost", "pages/friend list", "seconds");
     let mut layouts = Vec::new();
+    let mut layout_rows = Vec::new();
     for method in [Method::Input, Method::Random, Method::Parcom, Method::Kith] {
         let start = Instant::now();
         let config = LayoutConfig { method, seed: args.seed, progress: true, ..Default::default() };
         let layout = compute(graph, &config)?.layout;
         let seconds = start.elapsed().as_secs_f64();
-        println!(
-            "{:<10}{:>18}{:>20.3}{:>12.2}",
-            method.name(),
-            la_cost(graph, &layout),
-            mean_pages(graph, &layout, 40),
-            seconds
-        );
+        let (cost, pages) = (la_cost(graph, &layout), mean_pages(graph, &layout, 40));
+        crate::say!("{:<10}{cost:>18}{pages:>20.3}{seconds:>12.2}", method.name());
+        layout_rows.push(serde_json::json!({
+            "method": method.name(), "la_cost": cost, "pages_per_friend_list": pages,
+            "seconds": seconds,
+        }));
         layouts.push((method, layout));
     }
-    let store_dir = store_demo(&dir, graph, &layouts, args.seed)?;
+    doc.insert("layouts".into(), layout_rows.into());
+    let store_dir = store_demo(&dir, graph, &layouts, args.seed, &mut doc)?;
     if let Some(store_dir) = store_dir {
-        http::run(&store_dir, graph.original_ids(), args.http_seconds, args.clients, args.seed)?;
+        let http = http::run(
+            &store_dir,
+            graph.original_ids(),
+            args.http_seconds,
+            args.clients,
+            args.seed,
+        )?;
+        doc.insert("http".into(), http);
     }
     if args.keep.is_some() {
         if let Some((_, layout)) = layouts.last() {
             write_layout(&dir.join("demo.layout"), graph, layout)?;
         }
         kith_graph::write_communities(&dir.join("demo.cmty.txt"), &generated.communities())?;
-        println!("kept {}, demo.cmty.txt and demo.layout in {}", snapshot.display(), dir.display());
+        crate::say!(
+            "kept {}, demo.cmty.txt and demo.layout in {}",
+            snapshot.display(),
+            dir.display()
+        );
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::Value::Object(doc))?);
     }
     Ok(())
 }
@@ -135,20 +175,26 @@ fn store_demo(
     graph: &kith_graph::Graph,
     layouts: &[(Method, kith_layout::Layout)],
     seed: u64,
+    doc: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<Option<PathBuf>> {
     use kith_store::{
         BuildOptions, CacheMode, DataSpec, FriendsBench, NewLayout, OpenOptions, Store,
     };
     const DATA: u64 = 400;
-    println!(
+    crate::say!(
         "\nstore: users in RocksDB keyed by layout position, {DATA}-byte data blocks; \
          \"list all friends\" of 300 random users, cold (direct reads, caches dropped)"
     );
-    println!(
+    crate::say!(
         "{:<10}{:>12}{:>14}{:>16}{:>16}",
-        "layout", "build s", "median ms", "pages/query", "HDD model ms"
+        "layout",
+        "build s",
+        "median ms",
+        "pages/query",
+        "HDD model ms"
     );
     let mut kept = None;
+    let mut store_rows = Vec::new();
     for (method, layout) in
         layouts.iter().filter(|(m, _)| matches!(m, Method::Random | Method::Kith))
     {
@@ -195,7 +241,11 @@ fn store_demo(
             ..Default::default()
         };
         let s = store.bench_friends(&bench)?.summary;
-        println!(
+        store_rows.push(serde_json::json!({
+            "layout": method.name(), "build_s": build_s, "median_ms": s.median_ms,
+            "pages_per_query": s.pages_read_mean, "hdd_model_ms": s.model_mean_ms,
+        }));
+        crate::say!(
             "{:<10}{:>12.2}{:>14.3}{:>16.2}{:>16.2}",
             method.name(),
             build_s,
@@ -205,6 +255,7 @@ fn store_demo(
         );
         kept = Some(path);
     }
+    doc.insert("stores".into(), store_rows.into());
     let Some(path) = kept else { return Ok(None) };
     let store = Store::open(&path, &OpenOptions::default())?;
     let uids = graph.original_ids();
@@ -216,12 +267,14 @@ fn store_demo(
             added += 1;
         }
     }
-    println!(
-        "\n{added} durable add_friend calls (WAL fsynced before each returns) in {:.2} s",
-        start.elapsed().as_secs_f64()
+    let write_s = start.elapsed().as_secs_f64();
+    crate::say!(
+        "\n{added} durable add_friend calls (WAL fsynced before each returns) in {write_s:.2} s"
     );
+    doc.insert("writes".into(), serde_json::json!({"add_friend": added, "seconds": write_s}));
     let status = store.status(None)?;
-    println!(
+    doc.insert("status".into(), serde_json::to_value(&status)?);
+    crate::say!(
         "status: {} users, {} friendships, layout cost {} vs fresh {} (degradation {:+.2} %)",
         status.users,
         status.friendships,
@@ -235,15 +288,29 @@ fn store_demo(
         kith_store::DEFAULT_CHUNK_BYTES,
     );
     let r = store.relayout(NewLayout::Compute(config), true)?;
-    println!(
+    doc.insert("relayout".into(), serde_json::to_value(&r)?);
+    crate::say!(
         "relayout to generation {}: cost {} -> {} ({:.2} s computing, {:.2} s rewriting)",
-        r.to_generation, r.cost_before, r.cost_after, r.compute_seconds, r.rewrite_seconds
+        r.to_generation,
+        r.cost_before,
+        r.cost_after,
+        r.compute_seconds,
+        r.rewrite_seconds
     );
     let report = store.verify()?;
     ensure!(report.ok(), "verify found problems: {:?}", report.problems);
-    println!(
+    doc.insert(
+        "verify".into(),
+        serde_json::json!({
+            "users": report.users, "friendships": report.friendships,
+            "records": report.records, "ok": true,
+        }),
+    );
+    crate::say!(
         "verify: {} users, {} friendships, {} records checked, OK",
-        report.users, report.friendships, report.records
+        report.users,
+        report.friendships,
+        report.records
     );
     Ok(Some(path))
 }

@@ -39,6 +39,10 @@ pub(crate) struct DirArgs {
     /// The cluster's directory (its nodes' data, logs and `cluster.json`).
     #[arg(long, default_value = "kith-cluster")]
     dir: PathBuf,
+    /// Print the outcome as one JSON document on stdout: what was done, and every node's
+    /// status afterwards (progress stays on stderr).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -82,9 +86,6 @@ pub(crate) struct UpArgs {
 pub(crate) struct StatusArgs {
     #[command(flatten)]
     dir: DirArgs,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -115,61 +116,98 @@ pub(crate) fn run(command: ClusterCommand) -> Result<()> {
         ClusterCommand::Status(a) => status(a),
         ClusterCommand::Down(a) => {
             let grace = Duration::from_secs(a.grace_s);
-            let redis = if LocalRedisCluster::exists(&a.dir.dir) {
+            let mut redis_nodes = 0;
+            if LocalRedisCluster::exists(&a.dir.dir) {
                 let mut redis = LocalRedisCluster::open(&a.dir.dir)?;
                 redis.down(grace)?;
-                format!(", {} Redis nodes", redis.nodes.len())
-            } else {
-                String::new()
-            };
+                redis_nodes = redis.nodes.len();
+            }
             let mut cluster = LocalCluster::open(&a.dir.dir)?;
             cluster.down(grace)?;
-            println!(
-                "cluster in {} stopped ({} Cassandra nodes{redis})",
+            let said = format!(
+                "cluster in {} stopped ({} Cassandra nodes{})",
                 cluster.dir.display(),
-                cluster.nodes.len()
+                cluster.nodes.len(),
+                if redis_nodes > 0 {
+                    format!(", {redis_nodes} Redis nodes")
+                } else {
+                    String::new()
+                }
             );
-            Ok(())
+            let what = serde_json::json!({
+                "action": "down",
+                "cassandra_nodes": cluster.nodes.len(),
+                "redis_nodes": redis_nodes,
+            });
+            outcome(&a.dir, what, &said)
         }
         ClusterCommand::Kill(a) => {
-            match (a.node, a.redis_node) {
+            let said = match (a.node, a.redis_node) {
                 (Some(node), _) => {
                     LocalCluster::open(&a.dir.dir)?.kill(node)?;
-                    println!("Cassandra node {node} killed");
+                    format!("Cassandra node {node} killed")
                 }
                 (None, Some(node)) => {
                     LocalRedisCluster::open(&a.dir.dir)?.kill(node)?;
-                    println!("Redis node {node} killed");
+                    format!("Redis node {node} killed")
                 }
                 (None, None) => unreachable!("clap requires one"),
-            }
-            Ok(())
+            };
+            let what =
+                serde_json::json!({"action": "kill", "node": a.node, "redis_node": a.redis_node});
+            outcome(&a.dir, what, &said)
         }
         ClusterCommand::Start(a) => {
-            match (a.node, a.redis_node) {
+            let said = match (a.node, a.redis_node) {
                 (Some(node), _) => {
                     let mut cluster = LocalCluster::open(&a.dir.dir)?;
                     cluster.progress = true;
                     cluster.restart(node)?;
-                    println!("Cassandra node {node} is up");
+                    format!("Cassandra node {node} is up")
                 }
                 (None, Some(node)) => {
                     let mut redis = LocalRedisCluster::open(&a.dir.dir)?;
                     redis.restart(node, Duration::from_secs(60))?;
-                    println!("Redis node {node} is up");
+                    format!("Redis node {node} is up")
                 }
                 (None, None) => unreachable!("clap requires one"),
-            }
-            Ok(())
+            };
+            let what =
+                serde_json::json!({"action": "start", "node": a.node, "redis_node": a.redis_node});
+            outcome(&a.dir, what, &said)
         }
         ClusterCommand::Add(a) => {
             let mut cluster = LocalCluster::open(&a.dir)?;
             cluster.progress = true;
             let index = cluster.add_node()?;
-            println!("node {index} joined: hosts {}", cluster.hosts().join(","));
-            Ok(())
+            let said = format!("node {index} joined: hosts {}", cluster.hosts().join(","));
+            let what =
+                serde_json::json!({"action": "add", "node": index, "hosts": cluster.hosts()});
+            outcome(&a, what, &said)
         }
     }
+}
+
+/// Every node's status, Cassandra's and Redis's (what `status --json` prints).
+fn status_doc(dir: &std::path::Path) -> Result<serde_json::Value> {
+    let cluster = LocalCluster::open(dir)?;
+    let redis = match LocalRedisCluster::exists(dir) {
+        true => LocalRedisCluster::open(dir)?.status(),
+        false => Vec::new(),
+    };
+    Ok(serde_json::json!({ "cassandra": cluster.status(), "redis": redis }))
+}
+
+/// Prints what a command did: `said` as a line, or with `--json` one document of `what` and
+/// the status afterwards.
+fn outcome(dir: &DirArgs, mut what: serde_json::Value, said: &str) -> Result<()> {
+    if dir.json {
+        what["status"] = status_doc(&dir.dir)?;
+        println!("{}", serde_json::to_string_pretty(&what)?);
+    } else {
+        println!("{said}");
+    }
+    Ok(())
 }
 
 fn up(a: UpArgs) -> Result<()> {
@@ -185,60 +223,71 @@ fn up(a: UpArgs) -> Result<()> {
     };
     let t = std::time::Instant::now();
     let cluster = LocalCluster::up(&config)?;
-    println!(
+    let cassandra_s = t.elapsed().as_secs_f64();
+    let mut lines = Vec::new();
+    let mut redis_urls = None;
+    lines.push(format!(
         "cluster up: {} Cassandra {CASSANDRA_VERSION} nodes in {:.0} s, keyspace {}; hosts {}",
         cluster.nodes.len(),
-        t.elapsed().as_secs_f64(),
+        cassandra_s,
         a.keyspace,
         cluster.hosts().join(",")
-    );
-    println!(
+    ));
+    lines.push(format!(
         "  kith store build <graph> --cassandra {} --keyspace {}",
         cluster.hosts().join(","),
         a.keyspace
-    );
+    ));
     if a.redis_masters > 0 {
         let t = std::time::Instant::now();
         let redis = LocalRedisCluster::up(&RedisClusterConfig {
             masters: a.redis_masters,
             replicas: a.redis_replicas,
-            dir: a.dir.dir,
+            dir: a.dir.dir.clone(),
             base: a.base,
             port: a.redis_port,
             node_timeout: Duration::from_millis(a.redis_node_timeout_ms),
             timeout: Duration::from_secs(a.timeout_s),
             progress: true,
         })?;
-        println!(
+        lines.push(format!(
             "redis cluster up: {} masters with {} replicas each in {:.0} s; nodes {}",
             redis.masters,
             redis.replicas,
             t.elapsed().as_secs_f64(),
             redis.urls()
-        );
-        println!(
+        ));
+        lines.push(format!(
             "  kith serve --cassandra {} --keyspace {} --redis-cluster {}",
             cluster.hosts().join(","),
             a.keyspace,
             redis.urls()
-        );
+        ));
+        redis_urls = Some(redis.urls());
     }
-    println!("  kith cluster down --dir {}", cluster.dir.display());
-    Ok(())
+    lines.push(format!("  kith cluster down --dir {}", cluster.dir.display()));
+    let what = serde_json::json!({
+        "action": "up",
+        "cassandra_version": CASSANDRA_VERSION,
+        "cassandra_seconds": cassandra_s,
+        "keyspace": a.keyspace,
+        "hosts": cluster.hosts(),
+        "redis_cluster": redis_urls,
+    });
+    outcome(&a.dir, what, &lines.join("\n"))
 }
 
 fn status(a: StatusArgs) -> Result<()> {
+    if a.dir.json {
+        println!("{}", serde_json::to_string_pretty(&status_doc(&a.dir.dir)?)?);
+        return Ok(());
+    }
     let cluster = LocalCluster::open(&a.dir.dir)?;
     let nodes = cluster.status();
     let redis = match LocalRedisCluster::exists(&a.dir.dir) {
         true => LocalRedisCluster::open(&a.dir.dir)?.status(),
         false => Vec::new(),
     };
-    if a.json {
-        let all = serde_json::json!({ "cassandra": nodes, "redis": redis });
-        println!("{}", serde_json::to_string_pretty(&all)?);
-        return Ok(());
-    }
     println!("cluster {} ({})", cluster.name, cluster.dir.display());
     println!(
         "{:>4}  {:<15} {:<9} {:>8} {:>12} {:>21}",
