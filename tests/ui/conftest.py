@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -65,6 +66,11 @@ def server(datasets, tmp_path_factory):
     for i, author in enumerate([1, 2, 3, 1]):
         status, _ = call(base, "POST", "/posts", {"author": author, "content": f"post {i} by {author}"})
         assert status in (200, 201)
+    # Fan-out is asynchronous: wait until the posts have reached the reader's feed.
+    deadline = time.monotonic() + 30
+    while len(call(base, "GET", "/users/0/feed?limit=20")[1]["posts"]) < 4:
+        assert time.monotonic() < deadline, "the posts did not reach user 0's feed in 30 s"
+        time.sleep(0.1)
     yield base
     proc.terminate()
     assert proc.wait(timeout=30) == 0

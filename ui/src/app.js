@@ -51,7 +51,7 @@ window.addEventListener('resize', () => Object.values(charts).forEach((c) => c.r
 // Health: two metric snapshots a second apart give each route's rate and, from the
 // difference of their latency histograms, its percentiles over that second.
 
-const health = { previous: null, history: [], timer: null };
+const health = { previous: null, history: [], timer: null, active: false };
 
 /// The q-quantile of the requests between two cumulative histograms, interpolated linearly
 /// within its bucket (what Prometheus' histogram_quantile does); null without requests.
@@ -82,6 +82,8 @@ async function pollHealth() {
   let m;
   try { m = await api('/ui/api/metrics'); } catch (e) { text($('#health-updated'), 'cannot read the metrics: ' + e.message); return; }
   const prev = health.previous;
+  // A snapshot no newer than the last one (an answer overtaken by a later one) is dropped.
+  if (prev && m.unix_s <= prev.unix_s) return;
   health.previous = m;
   const stats = m.stats;
   for (const kind of ['post', 'friends', 'timeline']) {
@@ -121,6 +123,18 @@ async function pollHealth() {
   health.history.push({ t: m.unix_s * 1000, total, rows });
   while (health.history.length > HISTORY_S) health.history.shift();
   drawHealth();
+}
+
+/// One poll a second while the health view is shown, the next asked only once the last has
+/// been answered (so answers never overlap).
+async function healthLoop() {
+  health.timer = 'polling';
+  while (health.active) {
+    const started = Date.now();
+    await pollHealth();
+    await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - started))));
+  }
+  health.timer = null;
 }
 
 function drawHealth() {
@@ -333,6 +347,8 @@ async function pollRelayout() {
   if (job.state === 'running') {
     text($('#relayout-state'), `running: ${at.phase}${at.total ? ` ${fmt.int(at.done)}/${fmt.int(at.total)} records` : ''} (${fmt.fixed(job.seconds, 1)} s)`);
     $('#relayout').disabled = true;
+    // One chain of polls: a new one replaces any pending.
+    clearTimeout(relayoutTimer);
     relayoutTimer = setTimeout(pollRelayout, 300);
     return;
   }
@@ -379,11 +395,11 @@ function route() {
     $('#view-' + v).classList.toggle('active', v === view);
     $('#nav-' + v).classList.toggle('active', v === view);
   }
-  clearInterval(health.timer);
-  health.timer = null;
+  health.active = view === 'health';
+  clearTimeout(relayoutTimer);
+  relayoutTimer = null;
   if (view === 'health') {
-    pollHealth();
-    health.timer = setInterval(pollHealth, 1000);
+    if (!health.timer) healthLoop();
   } else if (view === 'user' && arg) {
     openUser(arg);
   } else if (view === 'layout') {

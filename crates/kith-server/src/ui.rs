@@ -14,6 +14,8 @@
 //! is refused unless the server has a token at all, so a dashboard cannot be used to make an
 //! open server rewrite its store.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -44,18 +46,28 @@ pub const MAX_EGO_FRIENDS: usize = 200;
 const GRAPH_TTL: Duration = Duration::from_secs(10);
 /// How long a computed status is reused unless `?fresh=true`.
 const STATUS_TTL: Duration = Duration::from_secs(60);
+/// How long a computed status is reused even with `?fresh=true` (a fresh status computes a
+/// whole layout: a page, or anyone, asking again and again gets the last one).
+const STATUS_FRESH_TTL: Duration = Duration::from_secs(10);
+/// The most matrices kept per graph read (three orders at a few sizes).
+const MATRICES_KEPT: usize = 12;
 /// The seed of the random order the matrix and page counts compare against.
 const RANDOM_SEED: u64 = 1;
 
-/// The dashboard's own state: cached reads and the relayout job.
+/// The dashboard's own state: cached reads and the relayout job. Each cache is filled by one
+/// task at a time (its lock held across the computation, in a task of its own so a client
+/// that goes away does not cancel it), and holds the relayout epoch it was read in: a
+/// relayout bumps the epoch, and an entry of an older one is read again.
 #[derive(Debug, Default)]
 pub(crate) struct UiState {
-    graph: Mutex<Option<(Instant, Arc<Orders>)>>,
-    status: tokio::sync::Mutex<Option<(Instant, StatusJson)>>,
+    epoch: AtomicU64,
+    graph: tokio::sync::Mutex<Option<(Instant, u64, Arc<Orders>)>>,
+    status: tokio::sync::Mutex<Option<(Instant, u64, StatusJson)>>,
     relayout: Mutex<Job>,
 }
 
-/// The stored graph with the three orders the layout view compares.
+/// The stored graph with the three orders the layout view compares, and what was computed
+/// from them.
 #[derive(Debug)]
 struct Orders {
     stored: StoreGraph,
@@ -64,6 +76,16 @@ struct Orders {
     current: Layout,
     record_bytes: u64,
     page_bytes: u64,
+    /// Mean pages per friend list in each order (input, random, current).
+    pages_mean: [f64; 3],
+    /// Matrices computed, by order and bins (at most [`MATRICES_KEPT`]).
+    matrices: Mutex<HashMap<(Order, usize), Arc<MatrixJson>>>,
+}
+
+impl Order {
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 impl Orders {
@@ -285,30 +307,54 @@ fn admin_of(engine: &dyn Engine) -> ApiResult<&dyn LayoutAdmin> {
     })
 }
 
-/// The stored graph and its three orders, read at most every [`GRAPH_TTL`].
+/// A task's failure to finish (a panic) as a 500.
+fn task_failed(e: &tokio::task::JoinError) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("dashboard task: {e}"))
+}
+
+/// The stored graph and its three orders, read at most every [`GRAPH_TTL`] and again after a
+/// relayout.
 async fn orders(s: &AppState) -> ApiResult<Arc<Orders>> {
     admin_of(s.engine.as_ref())?;
-    if let Some((at, o)) = s.ui.graph.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
-        && at.elapsed() < GRAPH_TTL
-    {
-        return Ok(o.clone());
-    }
-    let engine = s.engine.clone();
-    let o = kith_feed::blocking(move || -> kith_store::Result<Orders> {
-        let admin = engine.layout_admin().expect("checked above");
-        let stored = admin.stored_graph()?;
-        let (record_bytes, page_bytes) = admin.paging()?;
-        let n = stored.graph.num_nodes();
-        let current = Layout::from_order(stored.order.clone())?;
-        let random_config =
-            LayoutConfig { method: Method::Random, seed: RANDOM_SEED, ..LayoutConfig::default() };
-        let random = kith_layout::compute(&stored.graph, &random_config)?.layout;
-        Ok(Orders { stored, input: Layout::identity(n), random, current, record_bytes, page_bytes })
+    let (engine, ui) = (s.engine.clone(), s.ui.clone());
+    let task = tokio::spawn(async move {
+        let mut cached = ui.graph.lock().await;
+        let epoch = ui.epoch.load(AtomicOrdering::SeqCst);
+        if let Some((at, e, o)) = cached.as_ref()
+            && *e == epoch
+            && at.elapsed() < GRAPH_TTL
+        {
+            return Ok(o.clone());
+        }
+        let o = Arc::new(kith_feed::blocking(move || read_orders(engine.as_ref())).await?);
+        *cached = Some((Instant::now(), epoch, o.clone()));
+        Ok::<_, ApiError>(o)
+    });
+    task.await.map_err(|e| task_failed(&e))?
+}
+
+fn read_orders(engine: &dyn Engine) -> kith_store::Result<Orders> {
+    let admin = engine.layout_admin().expect("checked by the caller");
+    let stored = admin.stored_graph()?;
+    let (record_bytes, page_bytes) = admin.paging()?;
+    let n = stored.graph.num_nodes();
+    let current = Layout::from_order(stored.order.clone())?;
+    let random_config =
+        LayoutConfig { method: Method::Random, seed: RANDOM_SEED, ..LayoutConfig::default() };
+    let random = kith_layout::compute(&stored.graph, &random_config)?.layout;
+    let input = Layout::identity(n);
+    let pages = |l: &Layout| mean_pages_of(&stored.graph, l, record_bytes, page_bytes);
+    let pages_mean = [pages(&input), pages(&random), pages(&current)];
+    Ok(Orders {
+        stored,
+        input,
+        random,
+        current,
+        record_bytes,
+        page_bytes,
+        pages_mean,
+        matrices: Mutex::default(),
     })
-    .await?;
-    let o = Arc::new(o);
-    *s.ui.graph.lock().unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), o.clone()));
-    Ok(o)
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -330,24 +376,29 @@ async fn status(
     Query(q): Query<StatusQuery>,
 ) -> ApiResult<axum::Json<StatusJson>> {
     admin_of(s.engine.as_ref())?;
-    // One computation at a time; those who asked meanwhile get its result.
-    let mut cached = s.ui.status.lock().await;
-    if let Some((at, st)) = cached.as_ref()
-        && !q.fresh
-        && at.elapsed() < STATUS_TTL
-    {
-        return Ok(axum::Json(st.clone()));
-    }
-    let engine = s.engine.clone();
-    let status =
-        kith_feed::blocking(move || engine.layout_admin().expect("checked").status()).await?;
-    let st = StatusJson { computed_unix_s: unix_now(), status };
-    *cached = Some((Instant::now(), st.clone()));
-    Ok(axum::Json(st))
+    let (engine, ui) = (s.engine.clone(), s.ui.clone());
+    let task = tokio::spawn(async move {
+        // One computation at a time; those who asked meanwhile get its result.
+        let mut cached = ui.status.lock().await;
+        let epoch = ui.epoch.load(AtomicOrdering::SeqCst);
+        let max_age = if q.fresh { STATUS_FRESH_TTL } else { STATUS_TTL };
+        if let Some((at, e, st)) = cached.as_ref()
+            && *e == epoch
+            && at.elapsed() < max_age
+        {
+            return Ok(st.clone());
+        }
+        let status =
+            kith_feed::blocking(move || engine.layout_admin().expect("checked").status()).await?;
+        let st = StatusJson { computed_unix_s: unix_now(), status };
+        *cached = Some((Instant::now(), epoch, st.clone()));
+        Ok::<_, ApiError>(st)
+    });
+    Ok(axum::Json(task.await.map_err(|e| task_failed(&e))??))
 }
 
 /// The orders the layout view compares.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 enum Order {
     /// By uid: the order users came in.
@@ -364,7 +415,7 @@ struct MatrixQuery {
     bins: Option<usize>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 struct MatrixJson {
     order: Order,
     users: u64,
@@ -392,32 +443,47 @@ async fn matrix(
     }
     let o = orders(&s).await?;
     let order = q.order;
+    let n = o.stored.graph.num_nodes().max(1);
+    let key = (order, bins.min(n));
+    if let Some(m) = o.matrices.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(axum::Json(MatrixJson::clone(m)));
+    }
+    let computed = o.clone();
     let m = kith_feed::blocking(move || -> kith_store::Result<MatrixJson> {
-        let graph = &o.stored.graph;
-        let layout = o.get(order);
-        let n = graph.num_nodes().max(1);
-        let bins = bins.min(n);
-        let pos = layout.positions();
-        let bin = |v: u32| pos[v as usize] as usize * bins / n;
-        let mut cells = vec![0u64; bins * bins];
-        for v in 0..graph.num_nodes() as u32 {
-            let bv = bin(v);
-            for &w in graph.neighbors(v) {
-                cells[bv * bins + bin(w)] += 1;
-            }
-        }
-        Ok(MatrixJson {
-            order,
-            users: graph.num_nodes() as u64,
-            bins,
-            cells,
-            pages_mean: mean_pages_of(graph, layout, o.record_bytes, o.page_bytes),
-            record_bytes: o.record_bytes,
-            page_bytes: o.page_bytes,
-        })
+        Ok(matrix_of(&computed, order, bins))
     })
     .await?;
-    Ok(axum::Json(m))
+    let m = Arc::new(m);
+    let mut kept = o.matrices.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.len() >= MATRICES_KEPT {
+        kept.clear();
+    }
+    kept.insert(key, m.clone());
+    Ok(axum::Json(MatrixJson::clone(&m)))
+}
+
+fn matrix_of(o: &Orders, order: Order, bins: usize) -> MatrixJson {
+    let graph = &o.stored.graph;
+    let n = graph.num_nodes().max(1);
+    let bins = bins.min(n);
+    let pos = o.get(order).positions();
+    let bin = |v: u32| pos[v as usize] as usize * bins / n;
+    let mut cells = vec![0u64; bins * bins];
+    for v in 0..graph.num_nodes() as u32 {
+        let bv = bin(v);
+        for &w in graph.neighbors(v) {
+            cells[bv * bins + bin(w)] += 1;
+        }
+    }
+    MatrixJson {
+        order,
+        users: graph.num_nodes() as u64,
+        bins,
+        cells,
+        pages_mean: o.pages_mean[order.index()],
+        record_bytes: o.record_bytes,
+        page_bytes: o.page_bytes,
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -502,8 +568,8 @@ async fn relayout_start(State(s): State<AppState>) -> ApiResult<(StatusCode, axu
             engine.layout_admin().expect("checked").relayout(&progress)
         })
         .await;
-        *ui.graph.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        *ui.status.lock().await = None;
+        // Every cached read is of the old layout now.
+        ui.epoch.fetch_add(1, AtomicOrdering::SeqCst);
         let mut job = ui.relayout.lock().unwrap_or_else(PoisonError::into_inner);
         job.ended = Some(Instant::now());
         match result {
