@@ -5,6 +5,8 @@
 //! of stamps would not), and every higher neighbour's own list is scanned for marks. Renaming
 //! by rank also packs the hubs, which every list names, into the same few cache lines.
 
+use std::sync::{Mutex, PoisonError};
+
 use kith_graph::VertexId;
 
 use crate::engine::{Context, InGraph, RunStats, VertexProgram, run};
@@ -66,9 +68,11 @@ impl Oriented {
     }
 
     /// Runs `visit(r, u, w)` for every triangle `r < u < w` (rank names), vertex `r` by
-    /// vertex on worker threads, each piece of work with its own `state` (from `init`) and
-    /// its own bitmap; the states are merged by `merge` as pieces finish (so at most a few
-    /// per thread are alive at once).
+    /// vertex on worker threads. Each worker thread has one `state` (from `init`) and one
+    /// bitmap, made when it first gets work and taken by every piece of work it runs (pieces
+    /// run one after another on a thread: a piece never yields to rayon), so a state is made
+    /// once per thread rather than once per piece; the states are merged by `merge` at the
+    /// end.
     fn for_each_triangle<S: Send>(
         &self,
         init: impl Fn() -> S + Sync + Send,
@@ -77,34 +81,42 @@ impl Oriented {
     ) -> S {
         let n = self.num_vertices();
         let words = n.div_ceil(64);
-        (0..n)
-            .into_par_iter()
-            .with_min_len(256)
-            .fold(
-                || (vec![0u64; words], init()),
-                |(mut marks, mut state), r| {
-                    let mine = self.higher(r);
-                    if mine.len() < 2 {
-                        return (marks, state);
-                    }
-                    for &w in mine {
-                        marks[w as usize / 64] |= 1 << (w % 64);
-                    }
-                    for &u in mine {
-                        for &w in self.higher(u as usize) {
-                            if marks[w as usize / 64] & (1 << (w % 64)) != 0 {
-                                visit(&mut state, r, u, w);
-                            }
+        // One slot per worker, and a last one for work run outside the pool.
+        let workers = rayon::current_num_threads();
+        let slots: Vec<Mutex<Option<(Vec<u64>, S)>>> =
+            (0..=workers).map(|_| Mutex::new(None)).collect();
+        (0..n).into_par_iter().with_min_len(256).for_each_init(
+            || {
+                let i = rayon::current_thread_index().filter(|&i| i < workers).unwrap_or(workers);
+                slots[i].lock().unwrap_or_else(PoisonError::into_inner)
+            },
+            |slot, r| {
+                let mine = self.higher(r);
+                if mine.len() < 2 {
+                    return;
+                }
+                let (marks, state) = slot.get_or_insert_with(|| (vec![0u64; words], init()));
+                for &w in mine {
+                    marks[w as usize / 64] |= 1 << (w % 64);
+                }
+                for &u in mine {
+                    for &w in self.higher(u as usize) {
+                        if marks[w as usize / 64] & (1 << (w % 64)) != 0 {
+                            visit(state, r, u, w);
                         }
                     }
-                    for &w in mine {
-                        marks[w as usize / 64] = 0;
-                    }
-                    (marks, state)
-                },
-            )
-            .map(|(_, state)| state)
-            .reduce_with(merge)
+                }
+                for &w in mine {
+                    marks[w as usize / 64] = 0;
+                }
+            },
+        );
+        slots
+            .into_iter()
+            .filter_map(|slot| {
+                slot.into_inner().unwrap_or_else(PoisonError::into_inner).map(|(_, s)| s)
+            })
+            .reduce(merge)
             .unwrap_or_else(init)
     }
 }
@@ -118,7 +130,8 @@ pub fn triangle_count(graph: &InGraph) -> u64 {
 
 /// Triangles through each vertex (by id) and in total, on an undirected graph (whose
 /// in-links are its neighbours). Every triangle `r < u < w` found is credited to all three
-/// corners in per-thread counts (in rank names) that are summed at the end.
+/// corners in per-thread counts (in rank names, one array per worker thread) that are summed
+/// at the end.
 pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
     let n = graph.num_vertices();
     let oriented = Oriented::new(graph);
@@ -131,7 +144,7 @@ pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
             *total += 1;
         },
         |(mut a, ta), (b, tb)| {
-            a.par_iter_mut().zip(b.par_iter()).for_each(|(x, y)| *x += y);
+            a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
             (a, ta + tb)
         },
     );

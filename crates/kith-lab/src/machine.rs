@@ -147,11 +147,19 @@ pub(crate) fn datasets_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("KITH_DATASETS") {
         return PathBuf::from(dir);
     }
-    let beside_checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
-    if beside_checkout.is_dir() {
-        return beside_checkout;
-    }
-    PathBuf::from("../shared/datasets")
+    // Beside the checkout as cargo gives it at run time (`cargo test`, `cargo run`), as it was
+    // at compile time, or beside the current directory (the README's commands run from the
+    // checkout's root).
+    let candidates = [
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(|m| PathBuf::from(m).join("../../../shared/datasets")),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| PathBuf::from("../shared/datasets"))
 }
 
 /// Writes a benchmark's results as pretty JSON to `path`, creating its directory; with

@@ -142,9 +142,13 @@ fn haproxy_in_front_moves_clients_off_a_killed_server() {
     let prefix = format!("h{}", std::process::id());
     let mut all = servers(&keyspace, dir.path(), &prefix, &["--cache", "aside"]);
     let front = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let template =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/haproxy.cfg"))
-            .unwrap();
+    let template = std::fs::read_to_string(
+        std::path::Path::new(
+            &std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or(env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("../../deploy/haproxy.cfg"),
+    )
+    .unwrap();
     let mut config = template.replace("127.0.0.1:7070", &format!("127.0.0.1:{front}"));
     for (i, s) in all.iter().enumerate() {
         let addr = s.base.trim_start_matches("http://");
