@@ -12,6 +12,9 @@ use kith_graph::VertexId;
 use crate::engine::{Context, InGraph, RunStats, VertexProgram, run};
 use rayon::prelude::*;
 
+/// A worker thread's bitmap and state in [`Oriented::for_each_triangle`], made on first use.
+type Slot<S> = Mutex<Option<(Vec<u64>, S)>>;
+
 /// The higher-rank neighbour lists, in rank names: `rank[v]` is `v`'s new name, and
 /// `targets[offsets[r]..offsets[r + 1]]` are the (renamed) higher neighbours of the vertex
 /// ranked `r`, unsorted.
@@ -83,8 +86,7 @@ impl Oriented {
         let words = n.div_ceil(64);
         // One slot per worker, and a last one for work run outside the pool.
         let workers = rayon::current_num_threads();
-        let slots: Vec<Mutex<Option<(Vec<u64>, S)>>> =
-            (0..=workers).map(|_| Mutex::new(None)).collect();
+        let slots: Vec<Slot<S>> = (0..=workers).map(|_| Mutex::new(None)).collect();
         (0..n).into_par_iter().with_min_len(256).for_each_init(
             || {
                 let i = rayon::current_thread_index().filter(|&i| i < workers).unwrap_or(workers);

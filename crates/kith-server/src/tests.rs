@@ -17,17 +17,19 @@ async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, serde_json
     (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_router_serves_in_process_with_its_guards() {
-    let dir = tempfile::tempdir().unwrap();
+/// The whole application over a store of the Bondhu paper's example graph in `dir`.
+async fn paper_app(dir: &std::path::Path) -> (axum::Router, Arc<kith_feed::Feed>) {
     let graph = kith_layout::paper_example();
     let layout = kith_layout::Layout::identity(graph.num_nodes());
     let options = BuildOptions { data: DataSpec::Fixed(4), ..BuildOptions::default() };
-    let store =
-        build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options).unwrap();
-    let (app, feed) = router(Arc::new(store), dir.path().join("journal"), &ServerConfig::default())
-        .await
-        .unwrap();
+    let store = build(&dir.join("s"), &graph, &layout, LayoutMeta::default(), &options).unwrap();
+    router(Arc::new(store), dir.join("journal"), &ServerConfig::default()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_serves_in_process_with_its_guards() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, feed) = paper_app(dir.path()).await;
 
     let get = Request::get("/users/1").header("host", "127.0.0.1:7070").body(Body::empty());
     let (status, user) = send(&app, get.unwrap()).await;
@@ -54,13 +56,7 @@ async fn the_router_serves_in_process_with_its_guards() {
 async fn the_dashboards_routes_refuse_bad_input_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let graph = kith_layout::paper_example();
-    let layout = kith_layout::Layout::identity(graph.num_nodes());
-    let options = BuildOptions { data: DataSpec::Fixed(4), ..BuildOptions::default() };
-    let store =
-        build(&dir.path().join("s"), &graph, &layout, LayoutMeta::default(), &options).unwrap();
-    let (app, feed) = router(Arc::new(store), dir.path().join("journal"), &ServerConfig::default())
-        .await
-        .unwrap();
+    let (app, feed) = paper_app(dir.path()).await;
     let get =
         |uri: &str| Request::get(uri).header("host", "127.0.0.1:7070").body(Body::empty()).unwrap();
     for (uri, status, says) in [
