@@ -6,6 +6,7 @@ import threading
 import time
 import urllib.request
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -13,8 +14,20 @@ from conftest import TOKEN, call
 
 
 def wait(browser, what, timeout=30):
-    """Waits until `what(browser)` is truthy and returns it."""
-    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(lambda b: what(b))
+    """Waits until `what(browser)` is truthy and returns it. The page re-renders lists as
+    answers arrive, so an element found a moment ago may be gone: that counts as not yet."""
+    return WebDriverWait(browser, timeout, poll_frequency=0.1,
+                         ignored_exceptions=(NoSuchElementException,
+                                             StaleElementReferenceException)).until(
+        lambda b: what(b))
+
+
+def click(browser, css):
+    """Clicks the element `css` names, finding it again if a re-render replaced it."""
+    def attempt(b):
+        b.find_element(By.CSS_SELECTOR, css).click()
+        return True
+    wait(browser, attempt)
 
 
 def text_of(browser, css):
@@ -100,7 +113,7 @@ def test_a_user_their_friends_page_by_page_the_neighbourhood_and_the_feed(browse
 
     first = call(server, "GET", "/users/0/friends?offset=0&limit=50")[1]
     wait(browser, lambda b: shown_friends(b) == first["friends"])
-    browser.find_element(By.ID, "friends-next").click()
+    click(browser, "#friends-next")
     second = call(server, "GET", "/users/0/friends?offset=50&limit=50")[1]
     wait(browser, lambda b: shown_friends(b) == second["friends"])
 
@@ -124,7 +137,7 @@ def test_a_user_their_friends_page_by_page_the_neighbourhood_and_the_feed(browse
 
     # Click through to a friend.
     target = second["friends"][0]
-    browser.find_element(By.CSS_SELECTOR, f'#user-friends a[data-uid="{target}"]').click()
+    click(browser, f'#user-friends a[data-uid="{target}"]')
     wait(browser, lambda b: b.find_element(By.ID, "user-body").get_attribute("data-uid") == str(target))
     assert browser.current_url.endswith(f"#user/{target}")
 
@@ -146,7 +159,7 @@ def test_the_layout_view_compares_orders_as_the_api_and_the_store_do(browser, se
     assert abs(shown["current"] - status["pages_mean"]) < 0.01
     assert shown["current"] < shown["input"] < shown["random"]
     browser.find_element(By.ID, "pages-uid").send_keys("0")
-    browser.find_element(By.ID, "pages-open").click()
+    click(browser, "#pages-open")
     wait(browser, lambda b: b.find_element(By.ID, "chart-pages").get_attribute("data-uid") == "0")
     pages = call(server, "GET", "/ui/api/pages/0")[1]
     assert pages["current"] < pages["random"]
@@ -160,13 +173,13 @@ def test_the_store_status_and_a_relayout_from_its_button(browser, server, screen
     generation = int(browser.find_element(By.ID, "status").get_attribute("data-generation"))
     # Without the token the button is refused, and says why.
     browser.execute_script("sessionStorage.removeItem('kith-token'); token = '';")
-    browser.find_element(By.ID, "relayout").click()
+    click(browser, "#relayout")
     wait(browser, lambda b: "unauthorized" in text_of(b, "#relayout-error"))
     token = browser.find_element(By.ID, "token")
     token.clear()
     token.send_keys(TOKEN)
     browser.execute_script("document.getElementById('token').dispatchEvent(new Event('change'))")
-    browser.find_element(By.ID, "relayout").click()
+    click(browser, "#relayout")
     seen = set()
 
     def finished(b):
