@@ -4,20 +4,29 @@
 //! list is marked in a per-thread bitmap (n bits: it stays in the core's cache where an array
 //! of stamps would not), and every higher neighbour's own list is scanned for marks. Renaming
 //! by rank also packs the hubs, which every list names, into the same few cache lines.
+//!
+//! The scans are branch-free where the branch would be a coin toss (whether a neighbour
+//! ranks higher, whether a scanned entry is marked), and fetch the lists they will scan a few
+//! neighbours ahead.
 
 use std::sync::{Mutex, PoisonError};
 
 use kith_graph::VertexId;
+use kith_graph::hint::prefetch;
 
-use crate::engine::{Context, InGraph, RunStats, VertexProgram, run};
+use crate::engine::{Context, InGraph, RunStats, SUB_SHARD, VertexProgram, run};
 use rayon::prelude::*;
 
 /// A worker thread's bitmap and state in [`Oriented::for_each_triangle`], made on first use.
 type Slot<S> = Mutex<Option<(Vec<u64>, S)>>;
 
+/// How many neighbours ahead [`Oriented::for_each_triangle`] fetches a list's offsets (the
+/// list itself half as far ahead, once its offsets are in).
+const AHEAD: usize = 4;
+
 /// The higher-rank neighbour lists, in rank names: `rank[v]` is `v`'s new name, and
 /// `targets[offsets[r]..offsets[r + 1]]` are the (renamed) higher neighbours of the vertex
-/// ranked `r`, unsorted.
+/// ranked `r`, unsorted. Every target is a rank, so less than the number of vertices.
 struct Oriented {
     rank: Vec<VertexId>,
     offsets: Vec<usize>,
@@ -27,37 +36,59 @@ struct Oriented {
 impl Oriented {
     fn new(graph: &InGraph) -> Oriented {
         let n = graph.num_vertices();
-        let mut by_rank: Vec<VertexId> = (0..n as VertexId).collect();
-        by_rank.par_sort_unstable_by_key(|&v| (graph.in_links(v).len(), v));
-        let mut rank = vec![0 as VertexId; n];
-        for (r, &v) in by_rank.iter().enumerate() {
-            rank[v as usize] = r as VertexId;
+        // Ranks by a counting sort on degree: stable, so ties keep id order.
+        let degree = |v: usize| graph.in_links(v as VertexId).len();
+        let max_degree = (0..n).map(degree).max().unwrap_or(0);
+        let mut start = vec![0usize; max_degree + 2];
+        for v in 0..n {
+            start[degree(v) + 1] += 1;
         }
-        let counts: Vec<usize> = by_rank
-            .par_iter()
-            .enumerate()
-            .map(|(r, &v)| {
-                graph.in_links(v).iter().filter(|&&u| rank[u as usize] > r as VertexId).count()
+        for d in 1..start.len() {
+            start[d] += start[d - 1];
+        }
+        let mut by_rank = vec![0 as VertexId; n];
+        let mut rank = vec![0 as VertexId; n];
+        for v in 0..n {
+            let slot = &mut start[degree(v)];
+            by_rank[*slot] = v as VertexId;
+            rank[v] = *slot as VertexId;
+            *slot += 1;
+        }
+        // Each block of consecutive ranks gathers its vertices' higher neighbours in one
+        // pass (their lengths, and the lists end to end); the blocks are then laid end to end.
+        let blocks: Vec<(Vec<u32>, Vec<VertexId>)> = (0..n.div_ceil(SUB_SHARD))
+            .into_par_iter()
+            .map(|b| {
+                let ranks = b * SUB_SHARD..((b + 1) * SUB_SHARD).min(n);
+                let mut lengths = Vec::with_capacity(ranks.len());
+                let mut lists = Vec::new();
+                for r in ranks {
+                    // Every neighbour is written and only the higher ones kept.
+                    let links = graph.in_links(by_rank[r]);
+                    let start = lists.len();
+                    lists.resize(start + links.len(), 0);
+                    let out = &mut lists[start..];
+                    let mut kept = 0;
+                    for &u in links {
+                        let ru = rank[u as usize];
+                        out[kept] = ru;
+                        kept += usize::from(ru as usize > r);
+                    }
+                    lists.truncate(start + kept);
+                    lengths.push(kept as u32);
+                }
+                (lengths, lists)
             })
             .collect();
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(0);
-        for c in &counts {
-            offsets.push(offsets[offsets.len() - 1] + c);
+        let mut targets = Vec::with_capacity(blocks.iter().map(|(_, lists)| lists.len()).sum());
+        for (lengths, lists) in &blocks {
+            for &len in lengths {
+                offsets.push(offsets[offsets.len() - 1] + len as usize);
+            }
+            targets.extend_from_slice(lists);
         }
-        let rank_ref = &rank;
-        let targets: Vec<VertexId> = by_rank
-            .par_iter()
-            .enumerate()
-            .with_min_len(crate::engine::SUB_SHARD)
-            .flat_map_iter(|(r, &v)| {
-                graph
-                    .in_links(v)
-                    .iter()
-                    .map(move |&u| rank_ref[u as usize])
-                    .filter(move |&ru| ru > r as VertexId)
-            })
-            .collect();
         Oriented { rank, offsets, targets }
     }
 
@@ -70,16 +101,20 @@ impl Oriented {
         &self.targets[self.offsets[r]..self.offsets[r + 1]]
     }
 
-    /// Runs `visit(r, u, w)` for every triangle `r < u < w` (rank names), vertex `r` by
-    /// vertex on worker threads. Each worker thread has one `state` (from `init`) and one
-    /// bitmap, made when it first gets work and taken by every piece of work it runs (pieces
-    /// run one after another on a thread: a piece never yields to rayon), so a state is made
-    /// once per thread rather than once per piece; the states are merged by `merge` at the
-    /// end.
+    /// Finds every triangle `r < u < w` (rank names), vertex `r` by vertex on worker threads:
+    /// for each `u` in `r`'s list, `third(state, w, hit)` runs for every `w` in `u`'s list
+    /// (`hit` is 1 where `r`, `u`, `w` close a triangle, else 0: no branch on it), then
+    /// `pair(state, r, u, found)` with the triangles found through the edge `r`–`u`, if any.
+    ///
+    /// Each worker thread has one `state` (from `init`) and one bitmap, made when it first
+    /// gets work and taken by every piece of work it runs (pieces run one after another on a
+    /// thread: a piece never yields to rayon), so a state is made once per thread rather than
+    /// once per piece; the states are merged by `merge` at the end.
     fn for_each_triangle<S: Send>(
         &self,
         init: impl Fn() -> S + Sync + Send,
-        visit: impl Fn(&mut S, usize, VertexId, VertexId) + Sync + Send,
+        third: impl Fn(&mut S, VertexId, u64) + Sync + Send,
+        pair: impl Fn(&mut S, usize, VertexId, u64) + Sync + Send,
         merge: impl Fn(S, S) -> S + Sync + Send,
     ) -> S {
         let n = self.num_vertices();
@@ -101,11 +136,24 @@ impl Oriented {
                 for &w in mine {
                     marks[w as usize / 64] |= 1 << (w % 64);
                 }
-                for &u in mine {
+                for (i, &u) in mine.iter().enumerate() {
+                    if let Some(&ahead) = mine.get(i + AHEAD) {
+                        prefetch(self.offsets.get(ahead as usize));
+                    }
+                    if let Some(&near) = mine.get(i + AHEAD / 2) {
+                        prefetch(self.targets.get(self.offsets[near as usize]));
+                    }
+                    let mut found = 0;
                     for &w in self.higher(u as usize) {
-                        if marks[w as usize / 64] & (1 << (w % 64)) != 0 {
-                            visit(state, r, u, w);
-                        }
+                        // SAFETY: `w` is a target, so a rank, less than `n`; `marks` has
+                        // `n.div_ceil(64)` words.
+                        let word = unsafe { *marks.get_unchecked(w as usize / 64) };
+                        let hit = (word >> (w % 64)) & 1;
+                        third(state, w, hit);
+                        found += hit;
+                    }
+                    if found != 0 {
+                        pair(state, r, u, found);
                     }
                 }
                 for &w in mine {
@@ -127,7 +175,12 @@ impl Oriented {
 /// count alone, without [`triangles`]' per-vertex credits.
 pub fn triangle_count(graph: &InGraph) -> u64 {
     let oriented = Oriented::new(graph);
-    oriented.for_each_triangle(|| 0u64, |total, _, _, _| *total += 1, |a, b| a + b)
+    oriented.for_each_triangle(
+        || 0u64,
+        |_, _, _| {},
+        |total, _, _, found| *total += found,
+        |a, b| a + b,
+    )
 }
 
 /// Triangles through each vertex (by id) and in total, on an undirected graph (whose
@@ -139,11 +192,11 @@ pub fn triangles(graph: &InGraph) -> (Vec<u64>, u64) {
     let oriented = Oriented::new(graph);
     let (by_rank, total) = oriented.for_each_triangle(
         || (vec![0u64; n], 0u64),
-        |(per, total), r, u, w| {
-            per[r] += 1;
-            per[u as usize] += 1;
-            per[w as usize] += 1;
-            *total += 1;
+        |(per, _), w, hit| per[w as usize] += hit,
+        |(per, total), r, u, found| {
+            per[r] += found;
+            per[u as usize] += found;
+            *total += found;
         },
         |(mut a, ta), (b, tb)| {
             a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);

@@ -27,6 +27,7 @@ pub mod durable;
 mod error;
 pub mod generate;
 mod graph;
+pub mod hint;
 mod load;
 pub mod progress;
 mod snapshot;

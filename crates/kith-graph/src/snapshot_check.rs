@@ -5,6 +5,7 @@
 use rayon::prelude::*;
 
 use crate::csr::{Csr, VertexId};
+use crate::hint::prefetch;
 
 /// Vertices whose entries [`check_symmetric`] lists before searching their mirrors.
 const RUN: usize = 4096;
@@ -12,20 +13,6 @@ const RUN: usize = 4096;
 /// How many entries ahead [`check_symmetric`] fetches a mirror's offsets (its list half as
 /// far ahead, once the offsets are in).
 const AHEAD: usize = 16;
-
-/// Asks the CPU to bring `value` into its caches (nothing for `None`, or off x86-64).
-#[inline(always)]
-fn prefetch<T>(value: Option<&T>) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(value) = value {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: a prefetch is a hint that reads nothing and cannot fault; the address is
-        // a reference's.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(value).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
-}
 
 /// Original ids are strictly ascending, within a piece and from the previous piece's last.
 pub(crate) fn check_ids(piece: &[u64], before: Option<&u64>) -> Result<(), String> {
