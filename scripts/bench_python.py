@@ -8,10 +8,13 @@ python-igraph; and the cost of converting to and from networkx.
 Graphs: soc-Slashdot0902 (undirected, as the CLI reads it by default) and a seeded LFR
 graph (generated here, saved as .kgraph for the CLI). PageRank runs 20 iterations with no
 early stop; the peers run their own PageRank to networkx's default tolerance (1e-6), and
-kith is timed at that tolerance too for their ratio. Each figure is the median of
---trials runs. The Python call is timed on a freshly read graph, so it includes building
-the in-link arrays, as the CLI's reported `seconds` does; a second call (arrays cached) is
-reported beside it. networkx runs on Slashdot only: on the LFR graph it would need tens of
+kith is timed at that tolerance too for their ratio. Triangles are counted per user
+(kith.triangles, as networkx.triangles; igraph lists them); kith.triangle_count, the count
+alone, is reported beside. Each time is the median of --trials runs, and each ratio the
+median of per-trial ratios: the two sides of a ratio run back to back in every trial, so a
+change in the machine's speed during the run touches both. The Python call is timed on a
+freshly read graph, so it includes building the in-link arrays, as the CLI's reported
+`seconds` does; a second call (arrays cached) is reported beside it. networkx runs on Slashdot only: on the LFR graph it would need tens of
 GB. Writes bench/results/python-<date>.json and a PNG beside it.
 """
 
@@ -34,31 +37,39 @@ from bench_meta import commit, machine
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def median_time(fn, trials):
-    times, out = [], None
-    for _ in range(trials):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
 
 
-def cli_run(binary, args, trials):
-    """Medians of the CLI's reported `seconds` (in-link arrays, algorithm, output rows),
-    its `run_s` where it reports one, and the whole process."""
-    seconds, runs, walls = [], [], []
+def cli_once(binary, args):
+    """One CLI run: its reported `seconds` (in-link arrays, algorithm, output rows), its
+    `run_s` where it reports one, and the whole process's wall time."""
+    wall, done = timed(lambda: subprocess.run([binary, *map(str, args), "--json"],
+                                              capture_output=True, text=True, check=True))
+    report = json.loads(done.stdout)
+    return report["seconds"], report.get("run_s"), wall
+
+
+def paired(trials, **runs):
+    """Runs every function in `runs` once per trial, one after another, so that a change
+    in the machine's speed during the run touches all of them alike. Returns each one's
+    times, by name."""
+    times = {name: [] for name in runs}
     for _ in range(trials):
-        t = time.perf_counter()
-        done = subprocess.run([binary, *map(str, args), "--json"], capture_output=True,
-                              text=True, check=True)
-        walls.append(time.perf_counter() - t)
-        report = json.loads(done.stdout)
-        seconds.append(report["seconds"])
-        if "run_s" in report:
-            runs.append(report["run_s"])
-    return {"seconds": statistics.median(seconds),
-            "run_s": statistics.median(runs) if runs else None,
-            "process_s": statistics.median(walls)}
+        for name, fn in runs.items():
+            times[name].append(fn())
+    return times
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def ratio(num, den):
+    """Median of the per-trial ratios (each pair measured back to back)."""
+    return median([a / b for a, b in zip(num, den)])
 
 
 def bench_graph(name, path, binary, trials, with_networkx, progress):
@@ -68,62 +79,96 @@ def bench_graph(name, path, binary, trials, with_networkx, progress):
     g = kith.read(path)
     row["users"], row["edges"] = len(g), g.number_of_edges()
 
-    progress(f"{name}: the CLI")
-    cli_pr = cli_run(binary, ["analyze", "pagerank", path, "--iterations", 20], trials)
-    cli_tri = cli_run(binary, ["analyze", "triangles", path], trials)
+    progress(f"{name}: the CLI and kith from Python, trial by trial")
+    cli_pr, cli_tri = [], []
 
-    progress(f"{name}: kith from Python")
-    first_pr, warm_pr, first_tri = [], [], []
-    for _ in range(trials):
+    def py_pagerank():
         fresh = kith.read(path)
-        t = time.perf_counter()
-        kith.pagerank(fresh, max_iter=20, tol=0)
-        first_pr.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        kith.pagerank(fresh, max_iter=20, tol=0)
-        warm_pr.append(time.perf_counter() - t)
+        first, _ = timed(lambda: kith.pagerank(fresh, max_iter=20, tol=0))
+        warm, _ = timed(lambda: kith.pagerank(fresh, max_iter=20, tol=0))
+        return first, warm
+
+    def py_triangles():
         fresh = kith.read(path)
-        t = time.perf_counter()
-        kith.triangles(fresh)
-        first_tri.append(time.perf_counter() - t)
-    py_pr, py_pr_warm = statistics.median(first_pr), statistics.median(warm_pr)
-    py_tri = statistics.median(first_tri)
+        return timed(lambda: kith.triangles(fresh))[0]
+
+    t = paired(trials,
+               cli_pagerank=lambda: cli_once(binary, ["analyze", "pagerank", path,
+                                                      "--iterations", 20]),
+               py_pagerank=py_pagerank,
+               cli_triangles=lambda: cli_once(binary, ["analyze", "triangles", path]),
+               py_triangles=py_triangles)
+    cli_pr, py_pr = t["cli_pagerank"], t["py_pagerank"]
+    cli_tri, py_tri = t["cli_triangles"], t["py_triangles"]
     row["pagerank_20"] = {
-        "cli_seconds": cli_pr["seconds"], "cli_run_s": cli_pr["run_s"],
-        "cli_process_s": cli_pr["process_s"], "python_s": py_pr, "python_warm_s": py_pr_warm,
-        "python_over_cli": py_pr / cli_pr["seconds"]}
+        "cli_seconds": median([c[0] for c in cli_pr]),
+        "cli_run_s": median([c[1] for c in cli_pr]),
+        "cli_process_s": median([c[2] for c in cli_pr]),
+        "python_s": median([p[0] for p in py_pr]),
+        "python_warm_s": median([p[1] for p in py_pr]),
+        "python_over_cli": ratio([p[0] for p in py_pr], [c[0] for c in cli_pr])}
     row["triangles"] = {
-        "cli_seconds": cli_tri["seconds"], "cli_process_s": cli_tri["process_s"],
-        "python_s": py_tri, "python_over_cli": py_tri / cli_tri["seconds"]}
+        "cli_seconds": median([c[0] for c in cli_tri]),
+        "cli_process_s": median([c[2] for c in cli_tri]),
+        "python_s": median(py_tri),
+        "python_over_cli": ratio(py_tri, [c[0] for c in cli_tri])}
 
-    progress(f"{name}: python-igraph")
+    progress(f"{name}: python-igraph and kith")
     edges = g.edges()
     G_ig = igraph.Graph(n=len(g), edges=edges.astype(np.int64), directed=False)
-    kith_tol, _ = median_time(lambda: kith.pagerank(g, tol=1e-6), trials)
-    ig_pr, _ = median_time(lambda: G_ig.pagerank(damping=0.85), trials)
-    ig_tri, ig_count = median_time(lambda: len(G_ig.list_triangles()), trials)
-    kith_tri, kith_count = median_time(lambda: kith.triangle_count(g), trials)
-    assert ig_count == kith_count, (ig_count, kith_count)
-    row["peers"] = {"kith_pagerank_tol_s": kith_tol, "kith_triangles_s": kith_tri,
-                    "igraph_pagerank_s": ig_pr, "igraph_triangles_s": ig_tri,
-                    "igraph_pagerank_over_kith": ig_pr / kith_tol,
-                    "igraph_triangles_over_kith": ig_tri / kith_tri}
+    counts = {}
+
+    def count(key, fn):
+        def run():
+            elapsed, out = timed(fn)
+            counts[key] = out
+            return elapsed
+        return run
+
+    t = paired(trials,
+               kith_pagerank=lambda: timed(lambda: kith.pagerank(g, tol=1e-6))[0],
+               igraph_pagerank=lambda: timed(lambda: G_ig.pagerank(damping=0.85))[0],
+               kith_triangles=count("kith", lambda: int(kith.triangles(g).sum()) // 3),
+               kith_triangle_count=count("kith_count", lambda: kith.triangle_count(g)),
+               igraph_triangles=count("igraph", lambda: len(G_ig.list_triangles())))
+    assert counts["igraph"] == counts["kith"] == counts["kith_count"], counts
+    row["peers"] = {
+        "kith_pagerank_tol_s": median(t["kith_pagerank"]),
+        "kith_triangles_s": median(t["kith_triangles"]),
+        "kith_triangle_count_s": median(t["kith_triangle_count"]),
+        "igraph_pagerank_s": median(t["igraph_pagerank"]),
+        "igraph_triangles_s": median(t["igraph_triangles"]),
+        "igraph_pagerank_over_kith": ratio(t["igraph_pagerank"], t["kith_pagerank"]),
+        "igraph_triangles_over_kith": ratio(t["igraph_triangles"], t["kith_triangles"])}
     if with_networkx:
         import networkx as nx
 
-        progress(f"{name}: networkx (and the conversions)")
-        to_nx, G = median_time(g.to_networkx, trials)
-        from_nx, _ = median_time(lambda: kith.Graph.from_networkx(G), trials)
-        to_sp, _ = median_time(g.to_scipy, trials)
-        row["conversion"] = {"to_networkx_s": to_nx, "from_networkx_s": from_nx,
-                             "to_scipy_s": to_sp}
+        progress(f"{name}: networkx (and the conversions) and kith")
+        t = paired(trials, to_networkx=lambda: timed(g.to_networkx)[0])
+        G = g.to_networkx()
+        t.update(paired(trials,
+                        from_networkx=lambda: timed(lambda: kith.Graph.from_networkx(G))[0],
+                        to_scipy=lambda: timed(g.to_scipy)[0]))
+        row["conversion"] = {"to_networkx_s": median(t["to_networkx"]),
+                             "from_networkx_s": median(t["from_networkx"]),
+                             "to_scipy_s": median(t["to_scipy"])}
+        # networkx's triangles are per user, as kith.triangles is; kith's PageRank runs to
+        # the same tolerance.
         nx_trials = max(1, min(trials, 3))
-        nx_pr, _ = median_time(lambda: nx.pagerank(G, alpha=0.85, tol=1e-6), nx_trials)
-        nx_tri, nx_count = median_time(lambda: sum(nx.triangles(G).values()) // 3, nx_trials)
-        assert nx_count == kith_count
-        row["peers"].update({"networkx_pagerank_s": nx_pr, "networkx_triangles_s": nx_tri,
-                             "networkx_pagerank_over_kith": nx_pr / kith_tol,
-                             "networkx_triangles_over_kith": nx_tri / kith_tri})
+        t = paired(nx_trials,
+                   kith_pagerank=lambda: timed(lambda: kith.pagerank(g, tol=1e-6))[0],
+                   networkx_pagerank=lambda: timed(
+                       lambda: nx.pagerank(G, alpha=0.85, tol=1e-6))[0],
+                   kith_triangles=lambda: timed(lambda: kith.triangles(g))[0],
+                   networkx_triangles=count(
+                       "networkx", lambda: sum(nx.triangles(G).values()) // 3))
+        assert counts["networkx"] == counts["kith"]
+        row["peers"].update({
+            "networkx_pagerank_s": median(t["networkx_pagerank"]),
+            "networkx_triangles_s": median(t["networkx_triangles"]),
+            "networkx_pagerank_over_kith": ratio(t["networkx_pagerank"], t["kith_pagerank"]),
+            "networkx_triangles_over_kith": ratio(t["networkx_triangles"],
+                                                  t["kith_triangles"])})
     return row
 
 

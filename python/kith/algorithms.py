@@ -58,8 +58,9 @@ def triangles(graph: Graph, *, as_dict: bool = False,
 
 
 def triangle_count(graph: Graph, *, verify: bool = False) -> int:
-    """The number of triangles in the graph (each once)."""
-    return int(_kith.triangles(graph._g, verify)[1])
+    """The number of triangles in the graph (each once), without the per-user counts of
+    :func:`triangles`."""
+    return int(_kith.triangle_count(graph._g, verify))
 
 
 def clustering(graph: Graph, *, as_dict: bool = False,

@@ -93,6 +93,23 @@ fn triangles<'py>(
     Ok((per.into_pyarray(py), total))
 }
 
+/// Triangles in the undirected graph, each once: the count alone, without the per-vertex
+/// credits.
+#[pyfunction]
+#[pyo3(signature = (graph, verify=false))]
+fn triangle_count(py: Python<'_>, graph: &Bound<'_, PyGraph>, verify: bool) -> PyResult<u64> {
+    let pg = graph.get();
+    let ig = py.detach(|| pg.undirected());
+    let (total, ok) = py.detach(move || {
+        let total = kith_analytics::triangle_count(&ig);
+        let ok = verify
+            .then(|| kith_analytics::triangles_sequential(&ig).iter().sum::<u64>() == 3 * total);
+        (total, ok)
+    });
+    verified(ok.unwrap_or(true), "triangle_count")?;
+    Ok(total)
+}
+
 /// Local clustering coefficients and their average, on the undirected graph.
 #[pyfunction]
 #[pyo3(signature = (graph, verify=false))]
@@ -283,6 +300,7 @@ fn people_you_may_know(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pagerank, m)?)?;
     m.add_function(wrap_pyfunction!(triangles, m)?)?;
+    m.add_function(wrap_pyfunction!(triangle_count, m)?)?;
     m.add_function(wrap_pyfunction!(clustering, m)?)?;
     m.add_function(wrap_pyfunction!(components, m)?)?;
     m.add_function(wrap_pyfunction!(sssp, m)?)?;
