@@ -12,7 +12,8 @@ kith is timed at that tolerance too for their ratio. Triangles are counted per u
 (kith.triangles, as networkx.triangles; igraph lists them); kith.triangle_count, the count
 alone, is reported beside. Each time is the median of --trials runs, and each ratio the
 median of per-trial ratios: the two sides of a ratio run back to back in every trial, so a
-change in the machine's speed during the run touches both. The Python call is timed on a
+change in the machine's speed during the run touches both (against the peers, each is
+timed warm, best of two after an untimed run, as a repeated call is). The Python call is timed on a
 freshly read graph, so it includes building the in-link arrays, as the CLI's reported
 `seconds` does; a second call (arrays cached) is reported beside it. networkx runs on Slashdot only: on the LFR graph it would need tens of
 GB. Writes bench/results/python-<date>.json and a PNG beside it.
@@ -52,14 +53,20 @@ def cli_once(binary, args):
     return report["seconds"], report.get("run_s"), wall
 
 
-def paired(trials, **runs):
+def paired(trials, warm=False, **runs):
     """Runs every function in `runs` once per trial, one after another, so that a change
-    in the machine's speed during the run touches all of them alike. Returns each one's
-    times, by name."""
+    in the machine's speed during the run touches all of them alike. With `warm`, each
+    runs once untimed first in every trial and is then timed best of two, so that none is
+    timed on caches the one before it filled with its own data. Returns each one's times,
+    by name."""
     times = {name: [] for name in runs}
     for _ in range(trials):
         for name, fn in runs.items():
-            times[name].append(fn())
+            if warm:
+                fn()
+                times[name].append(min(fn(), fn()))
+            else:
+                times[name].append(fn())
     return times
 
 
@@ -125,7 +132,7 @@ def bench_graph(name, path, binary, trials, with_networkx, progress):
             return elapsed
         return run
 
-    t = paired(trials,
+    t = paired(trials, warm=True,
                kith_pagerank=lambda: timed(lambda: kith.pagerank(g, tol=1e-6))[0],
                igraph_pagerank=lambda: timed(lambda: G_ig.pagerank(damping=0.85))[0],
                kith_triangles=count("kith", lambda: int(kith.triangles(g).sum()) // 3),
@@ -154,8 +161,7 @@ def bench_graph(name, path, binary, trials, with_networkx, progress):
                              "to_scipy_s": median(t["to_scipy"])}
         # networkx's triangles are per user, as kith.triangles is; kith's PageRank runs to
         # the same tolerance.
-        nx_trials = max(1, min(trials, 3))
-        t = paired(nx_trials,
+        t = paired(trials, warm=True,
                    kith_pagerank=lambda: timed(lambda: kith.pagerank(g, tol=1e-6))[0],
                    networkx_pagerank=lambda: timed(
                        lambda: nx.pagerank(G, alpha=0.85, tol=1e-6))[0],
