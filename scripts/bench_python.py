@@ -11,8 +11,8 @@ early stop; the peers run their own PageRank to networkx's default tolerance (1e
 kith is timed at that tolerance too for their ratio. Triangles are counted per user
 (kith.triangles, as networkx.triangles; igraph lists them); kith.triangle_count, the count
 alone, is reported beside. Each time is the median of --trials runs, and each ratio the
-median of per-trial ratios: the two sides of a ratio run back to back in every trial, so a
-change in the machine's speed during the run touches both (against the peers, each is
+ratio of two medians whose sides ran back to back in every trial, so a change in the
+machine's speed during the run touches both (against the peers, each is
 timed warm, best of two after an untimed run, as a repeated call is). The Python call is timed on a
 freshly read graph, so it includes building the in-link arrays, as the CLI's reported
 `seconds` does; a second call (arrays cached) is reported beside it. networkx runs on Slashdot only: on the LFR graph it would need tens of
@@ -75,8 +75,10 @@ def median(xs):
 
 
 def ratio(num, den):
-    """Median of the per-trial ratios (each pair measured back to back)."""
-    return median([a / b for a, b in zip(num, den)])
+    """The ratio of the medians. Both sides ran interleaved, trial by trial, so a drift in
+    the machine's speed touches both alike; the medians, not each trial's ratio, because a
+    run of 15 ms moves by 10 % between two back-to-back trials."""
+    return median(num) / median(den)
 
 
 def bench_graph(name, path, binary, trials, with_networkx, progress):
@@ -105,6 +107,10 @@ def bench_graph(name, path, binary, trials, with_networkx, progress):
                py_pagerank=py_pagerank,
                cli_triangles=lambda: cli_once(binary, ["analyze", "triangles", path]),
                py_triangles=py_triangles)
+    row["times_s"] = {"cli_pagerank_seconds": [c[0] for c in t["cli_pagerank"]],
+                      "python_pagerank": [p[0] for p in t["py_pagerank"]],
+                      "cli_triangles_seconds": [c[0] for c in t["cli_triangles"]],
+                      "python_triangles": t["py_triangles"]}
     cli_pr, py_pr = t["cli_pagerank"], t["py_pagerank"]
     cli_tri, py_tri = t["cli_triangles"], t["py_triangles"]
     row["pagerank_20"] = {
@@ -139,6 +145,7 @@ def bench_graph(name, path, binary, trials, with_networkx, progress):
                kith_triangle_count=count("kith_count", lambda: kith.triangle_count(g)),
                igraph_triangles=count("igraph", lambda: len(G_ig.list_triangles())))
     assert counts["igraph"] == counts["kith"] == counts["kith_count"], counts
+    row["times_s"].update({f"peers_{k}": v for k, v in t.items()})
     row["peers"] = {
         "kith_pagerank_tol_s": median(t["kith_pagerank"]),
         "kith_triangles_s": median(t["kith_triangles"]),
@@ -169,6 +176,7 @@ def bench_graph(name, path, binary, trials, with_networkx, progress):
                    networkx_triangles=count(
                        "networkx", lambda: sum(nx.triangles(G).values()) // 3))
         assert counts["networkx"] == counts["kith"]
+        row["times_s"].update({f"networkx_section_{k}": v for k, v in t.items()})
         row["peers"].update({
             "networkx_pagerank_s": median(t["networkx_pagerank"]),
             "networkx_triangles_s": median(t["networkx_triangles"]),
