@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages kith's build needs when they are missing: a C++ compiler for
-# RocksDB (built from source by the `rocksdb` crate) and libclang for its bindings; make, with
+# RocksDB (built from source by the `rocksdb` crate; clang++, which compiles it faster than
+# g++, see scripts/cxx) and libclang for its bindings; make, with
 # which `kith bench analytics` builds GAPBS's reference code beside kith; npm, with which the
 # build fetches the dashboard's charting library (ui/package-lock.json) to embed it.
 set -euo pipefail
@@ -12,6 +13,7 @@ have_libclang() {
 
 missing=()
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v clang++ >/dev/null 2>&1 || missing+=(clang)
 command -v make >/dev/null 2>&1 || missing+=(make)
 have_libclang || missing+=(libclang-dev)
 command -v npm >/dev/null 2>&1 || missing+=(npm)

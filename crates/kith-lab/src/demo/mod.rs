@@ -28,7 +28,7 @@ pub struct DemoArgs {
     #[command(subcommand)]
     what: Option<DemoWhat>,
     /// Vertices of the generated social graph.
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 100_000)]
     nodes: usize,
     /// Random seed.
     #[arg(long, default_value_t = 42)]
