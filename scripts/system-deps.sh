@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages kith's build needs when they are missing: a C++ compiler for
 # RocksDB (built from source by the `rocksdb` crate; clang++, which compiles it faster than
-# g++, see scripts/cxx) and libclang for its bindings; make, with
+# g++, is the compiler .cargo/config.toml names; g++ links) and libclang for its bindings; make, with
 # which `kith bench analytics` builds GAPBS's reference code beside kith; npm, with which the
 # build fetches the dashboard's charting library (ui/package-lock.json) to embed it.
 set -euo pipefail
