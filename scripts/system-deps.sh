@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs the system packages kith's build needs when they are missing: a C++ compiler for
-# RocksDB (built from source by the `rocksdb` crate; clang++, which compiles it faster than
-# g++, is the compiler .cargo/config.toml names; g++ links) and libclang for its bindings; make, with
-# which `kith bench analytics` builds GAPBS's reference code beside kith; npm, with which the
+# Installs the system packages kith's build needs when they are missing: clang++ for RocksDB
+# (built from source by the `rocksdb` crate; .cargo/config.toml names it, as it compiles
+# RocksDB faster than g++) and libclang for its bindings; g++, which links, and with make
+# builds GAPBS's reference code beside kith for `kith bench analytics`; npm, with which the
 # build fetches the dashboard's charting library (ui/package-lock.json) to embed it.
 set -euo pipefail
 

@@ -20,8 +20,9 @@ use pyo3::prelude::*;
 /// The module's own (Rust) allocations come from mimalloc, as the `kith` binary's do. Under
 /// glibc's allocator every call mapped its large arrays afresh, 4 KiB page by page (a
 /// process reading a 1 M-user graph and counting its triangles twice took ~120 k page
-/// faults, ~14 k with mimalloc), and ran slower than the same code in the CLI. Python's own objects keep Python's allocator; a
-/// NumPy array made from a Rust vector is freed by this module, so by mimalloc.
+/// faults, ~14 k with mimalloc), and ran slower than the same code in the CLI. Python's own
+/// objects keep Python's allocator; a NumPy array made from a Rust vector is freed by this
+/// module, so by mimalloc.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
