@@ -76,7 +76,7 @@ def test_comm_overhead_matches_the_equations(kith, datasets, tmp_path, name):
         want = {
             "pregel": np.mean(out * (n - 1) / n),
             "graphlab": np.mean((n - 1) * (1 - q**neighbours)),
-            "powergraph": np.mean(2 * np.maximum(n * (1 - q ** (out + inc)) - 1, 0)),
+            "powergraph": np.mean(2 * np.maximum(n * (1 - q**neighbours) - 1, 0)),
             "lfgraph": np.mean((n - 1) * (1 - q**out)),
         }
         for key, value in want.items():

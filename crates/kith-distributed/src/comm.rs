@@ -2,19 +2,20 @@
 //! vertex values each system sends per vertex per iteration when `N` servers place the
 //! graph at random, and how evenly hash placement spreads the computation.
 //!
-//! With `q = 1 - 1/N`, and for a vertex `v` with out-degree `o`, in-degree `i`, `k` distinct
-//! neighbours (in or out) and `e = i + o` incident edges (for an undirected graph
-//! `o = i = k = e` = its degree):
+//! With `q = 1 - 1/N`, and for a vertex `v` with out-degree `o`, in-degree `i` and `k`
+//! distinct neighbours, in or out (`k = |D_out ∪ D_in|`; for an undirected graph `o = i = k`,
+//! its degree):
 //!
 //! - **Pregel** (messages along out-edges, no combiners): `o · (N - 1)/N`, the out-edges
 //!   whose target is on another server.
 //! - **GraphLab** (edge cut, a ghost of `v` on every server that holds a neighbour, synced
 //!   after each update): `(N - 1)(1 - q^k)`, the expected number of other servers that hold
 //!   at least one of `v`'s `k` neighbours.
-//! - **PowerGraph** (random vertex cut: each edge on a random server, `v` replicated on the
-//!   servers of its edges): `v` spans `A = N(1 - q^e)` servers on average; gather sends one
-//!   partial sum per mirror to the master and scatter sends the new value back, so
-//!   `2 · max(A - 1, 0)`.
+//! - **PowerGraph** (random vertex cut: `v` replicated on the servers of its edges): `v`
+//!   spans `A = N(1 - q^k)` servers on average, counting each neighbour once as the
+//!   thesis's eq. 2.5 does (a reciprocal pair u→v, v→u is one neighbour, not two edges);
+//!   gather sends one partial sum per mirror to the master and scatter sends the new value
+//!   back, so `2 · max(A - 1, 0)`.
 //! - **LFGraph** (hash placement, fetch-once): `(N - 1)(1 - q^o)`, the expected number of
 //!   other servers that hold at least one of `v`'s out-neighbours: each gets the value once.
 //!
@@ -53,7 +54,6 @@ pub struct Overhead {
 /// The degrees the model needs, by vertex.
 #[derive(Clone, Debug)]
 pub struct CommModel {
-    undirected: bool,
     out: Vec<u32>,
     incoming: Vec<u32>,
     neighbours: Vec<u32>,
@@ -66,7 +66,6 @@ impl CommModel {
         let out: Vec<u32> = (0..n).map(|v| graph.neighbors(v).len() as u32).collect();
         if !graph.is_directed() {
             return CommModel {
-                undirected: true,
                 incoming: out.clone(),
                 neighbours: out.clone(),
                 out,
@@ -80,7 +79,7 @@ impl CommModel {
                 (graph.neighbors(v).len() + graph.in_neighbors(v).len() - common) as u32
             })
             .collect();
-        CommModel { undirected: false, out, incoming, neighbours }
+        CommModel { out, incoming, neighbours }
     }
 }
 
@@ -98,14 +97,10 @@ pub fn overhead(model: &CommModel, servers: usize) -> Overhead {
     let mut load = vec![0u64; servers];
     for v in 0..n {
         let o = f64::from(model.out[v]);
-        let e = if model.undirected {
-            o
-        } else {
-            f64::from(model.out[v]) + f64::from(model.incoming[v])
-        };
+        let k = f64::from(model.neighbours[v]);
         pregel += o * (nf - 1.0) / nf;
-        graphlab += spread(f64::from(model.neighbours[v]));
-        powergraph += 2.0 * (nf * (1.0 - q.powf(e)) - 1.0).max(0.0);
+        graphlab += spread(k);
+        powergraph += 2.0 * (nf * (1.0 - q.powf(k)) - 1.0).max(0.0);
         lfgraph += spread(o);
         load[owner(v as VertexId, servers)] += u64::from(model.incoming[v]);
     }
@@ -146,5 +141,18 @@ mod tests {
         let one = overhead(&m, 1);
         assert_eq!((one.pregel, one.graphlab, one.powergraph, one.lfgraph), (0.0, 0.0, 0.0, 0.0));
         assert_eq!(one.compute_max_over_mean, 1.0);
+    }
+
+    #[test]
+    fn powergraph_counts_a_reciprocal_pair_as_one_neighbour() {
+        // 0 <-> 1: two edges but one neighbour each (eq. 2.5's |D_out ∪ D_in| = 1). With 2
+        // servers each vertex spans A = 2(1 - 1/2) = 1 server, so PowerGraph sends nothing;
+        // counting in + out edges (e = 2) would give A = 1.5 and 1 value per vertex.
+        let g = Graph::from_edges((0..2).collect(), true, vec![(0, 1), (1, 0)]);
+        let o = overhead(&CommModel::new(&g), 2);
+        assert_eq!(o.powergraph, 0.0);
+        // The same pair undirected has the same model.
+        let u = Graph::from_edges((0..2).collect(), false, vec![(0, 1)]);
+        assert_eq!(overhead(&CommModel::new(&u), 2).powergraph, 0.0);
     }
 }
