@@ -65,11 +65,7 @@ impl CommModel {
         let n = graph.num_nodes() as VertexId;
         let out: Vec<u32> = (0..n).map(|v| graph.neighbors(v).len() as u32).collect();
         if !graph.is_directed() {
-            return CommModel {
-                incoming: out.clone(),
-                neighbours: out.clone(),
-                out,
-            };
+            return CommModel { incoming: out.clone(), neighbours: out.clone(), out };
         }
         let incoming = (0..n).map(|v| graph.in_neighbors(v).len() as u32).collect();
         let neighbours = (0..n)

@@ -1,11 +1,15 @@
 //! `kith experiment ...`: the papers' experiments, each writing CSV tables and PNG charts.
 //! Bondhu's layout figures on graphs (`bondhu.rs`) and on real stores (`store.rs`), and
 //! Twibo's and Parker's service tables against live servers (`twibo.rs`, `parker.rs`, on
-//! the set-up in `service.rs`).
+//! the set-up in `service.rs`). `all` runs every one of them, and the analyses behind the
+//! other published figures, as one reproduction (`all.rs`, over the steps and results listed
+//! in `registry.rs`).
 
+mod all;
 mod bondhu;
 mod parker;
 mod parker_cluster;
+mod registry;
 mod service;
 mod store;
 mod twibo;
@@ -56,11 +60,23 @@ pub enum ExperimentCommand {
     /// Parker's scaling on the store on Cassandra: read and write throughput and latency on
     /// 1, 3 and 5 nodes, and "list all friends' profiles" under hash and kith placement.
     ParkerCluster(parker_cluster::ParkerClusterArgs),
+    /// Every experiment above and the analyses behind the other published figures, each as
+    /// a child process, with progress and a time estimate; writes a manifest (resumable with
+    /// --resume) and reproduction.md: every published result beside kith's number.
+    All(all::AllArgs),
 }
 
 /// Runs one experiment.
 pub fn run(args: ExperimentArgs) -> Result<()> {
     crate::report::set_json(args.json);
+    if let ExperimentCommand::All(a) = args.command {
+        let manifest = a.out.join("manifest.json");
+        let result = all::run(a);
+        if args.json && manifest.is_file() {
+            print!("{}", std::fs::read_to_string(&manifest)?);
+        }
+        return result;
+    }
     let name = args.command.name();
     let out = args.command.out().to_path_buf();
     // Coarse file times: whatever was written within a second before the start counts.
@@ -83,6 +99,7 @@ fn run_command(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::TwiboCache(a) => twibo::twibo_cache(a),
         ExperimentCommand::ParkerLatency(a) => parker::run(a),
         ExperimentCommand::ParkerCluster(a) => parker_cluster::run(a),
+        ExperimentCommand::All(a) => all::run(a),
     }
 }
 
@@ -98,6 +115,7 @@ impl ExperimentCommand {
             ExperimentCommand::TwiboCache(_) => "twibo-cache",
             ExperimentCommand::ParkerLatency(_) => "parker-latency",
             ExperimentCommand::ParkerCluster(_) => "parker-cluster",
+            ExperimentCommand::All(_) => "all",
         }
     }
 
@@ -112,6 +130,7 @@ impl ExperimentCommand {
             | ExperimentCommand::TwiboCache(a)
             | ExperimentCommand::ParkerLatency(a) => &a.out,
             ExperimentCommand::ParkerCluster(a) => &a.out,
+            ExperimentCommand::All(a) => &a.out,
         }
     }
 }
