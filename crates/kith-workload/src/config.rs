@@ -1,5 +1,21 @@
-//! The SONETOR model's parameters, with SONETOR's published example configuration as the
-//! defaults, readable from TOML. Distributions use scipy's parameterisation.
+//! The SONETOR model's parameters, readable from TOML over one of two presets. Distributions
+//! use scipy's parameterisation.
+//!
+//! - [`Preset::Sonetor`] (the default): SONETOR's example configuration, `examples/example.ini`
+//!   of SONETOR's repository (mesarpe/sonetor, and the Twibo group's copy
+//!   cs654-twibo/sonetor): `[InterSessionTime] lognorm 2.245, 1.133`, `[InterActivityTime]
+//!   lognorm 1.789, 2.366`, `[SessionLength] zipf 1.765, 4.888`, `[SessionsPerUser] zipf
+//!   1.792`, the Markov chain of its `orkut.gml` (Retrieve→Retrieve 0.9, Publish→Retrieve 0.9,
+//!   starting on Publish), and the copy's `time_limit = 86400`.
+//! - [`Preset::Twibo`]: Twibo's Table 2 as printed in its report (distsys-twibo/twibo,
+//!   `final_report.pdf`), which gives the inter-session gap the same lognorm(1.789, 2.366)
+//!   as the inter-activity gap; and Twibo's load driver (`load-test/test_scripts/v_user.py`),
+//!   which asks for 50 posts per retrieve.
+//!
+//! In both: post sizes are geometric with mean 10,000 (SONETOR's `traffic.py`,
+//! `ContentSize(10000, ...)`; SONETOR draws a size per file and picks files by a Zipf, kith
+//! draws one per post), then reduced as Twibo's load driver does (`load-test/utils.py`,
+//! `norm_act`: while above 400, divide by 5).
 
 use serde::{Deserialize, Serialize};
 
@@ -85,8 +101,49 @@ pub struct SonetorConfig {
     pub compat: bool,
 }
 
+/// A named set of defaults (see the module documentation for where each value comes from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Preset {
+    /// SONETOR's example configuration.
+    #[default]
+    Sonetor,
+    /// Twibo's Table 2 and load driver.
+    Twibo,
+}
+
+impl std::str::FromStr for Preset {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Preset, String> {
+        match s {
+            "sonetor" => Ok(Preset::Sonetor),
+            "twibo" => Ok(Preset::Twibo),
+            other => Err(format!("unknown preset {other:?}: sonetor or twibo")),
+        }
+    }
+}
+
 impl Default for SonetorConfig {
     fn default() -> Self {
+        SonetorConfig::preset(Preset::Sonetor)
+    }
+}
+
+impl SonetorConfig {
+    /// The preset's parameters.
+    pub fn preset(preset: Preset) -> SonetorConfig {
+        let sonetor = SonetorConfig::sonetor();
+        match preset {
+            Preset::Sonetor => sonetor,
+            Preset::Twibo => SonetorConfig {
+                inter_session: LogNorm { s: 1.789, loc: 2.366, scale: 1.0 },
+                retrieve_limit: 50,
+                ..sonetor
+            },
+        }
+    }
+
+    fn sonetor() -> SonetorConfig {
         SonetorConfig {
             inter_session: LogNorm { s: 2.245, loc: 1.133, scale: 1.0 },
             inter_activity: LogNorm { s: 1.789, loc: 2.366, scale: 1.0 },
@@ -103,13 +160,20 @@ impl Default for SonetorConfig {
             compat: false,
         }
     }
-}
 
-impl SonetorConfig {
-    /// Reads a TOML file; missing keys take the defaults.
+    /// Reads a TOML file; missing keys take SONETOR's defaults.
     pub fn from_toml(text: &str, origin: &str) -> Result<SonetorConfig> {
-        let config: SonetorConfig = toml::from_str(text)
-            .map_err(|e| Error::Config { origin: origin.to_string(), reason: e.to_string() })?;
+        SonetorConfig::from_toml_over(text, origin, Preset::Sonetor)
+    }
+
+    /// Reads a TOML file; missing keys (whole tables or single fields) take the preset's.
+    pub fn from_toml_over(text: &str, origin: &str, preset: Preset) -> Result<SonetorConfig> {
+        let bad = |reason: String| Error::Config { origin: origin.to_string(), reason };
+        let given: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let mut merged =
+            toml::Table::try_from(SonetorConfig::preset(preset)).map_err(|e| bad(e.to_string()))?;
+        merge(&mut merged, given);
+        let config: SonetorConfig = merged.try_into().map_err(|e| bad(e.to_string()))?;
         config.check().map_err(|reason| Error::Config { origin: origin.to_string(), reason })?;
         Ok(config)
     }
@@ -156,5 +220,40 @@ impl SonetorConfig {
             return Err("time_limit_s must be positive".into());
         }
         Ok(())
+    }
+}
+
+/// `over` laid over `base`, table by table.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_overrides_single_fields_of_the_preset() {
+        let twibo = SonetorConfig::preset(Preset::Twibo);
+        assert_eq!(twibo.inter_session, twibo.inter_activity, "Twibo's Table 2 as printed");
+        assert_eq!(twibo.retrieve_limit, 50);
+        let c = SonetorConfig::from_toml_over("[inter_session]\ns = 3.0\n", "t", Preset::Twibo)
+            .unwrap();
+        assert_eq!(c.inter_session, LogNorm { s: 3.0, loc: 2.366, scale: 1.0 });
+        assert_eq!(c.retrieve_limit, 50);
+        let s = SonetorConfig::from_toml("retrieve_limit = 7\n", "t").unwrap();
+        assert_eq!(s.inter_session, LogNorm { s: 2.245, loc: 1.133, scale: 1.0 });
+        assert_eq!(s.retrieve_limit, 7);
+        let err = SonetorConfig::from_toml("[inter_session]\nshape = 1\n", "f.toml").unwrap_err();
+        assert!(err.to_string().contains("f.toml") && err.to_string().contains("shape"), "{err}");
+        assert_eq!("twibo".parse::<Preset>(), Ok(Preset::Twibo));
+        assert!("x".parse::<Preset>().is_err());
     }
 }

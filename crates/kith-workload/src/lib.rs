@@ -16,7 +16,7 @@ mod mix;
 mod sonetor;
 mod trace;
 
-pub use config::SonetorConfig;
+pub use config::{Preset, SonetorConfig};
 pub use driver::{
     DOWN_FOR, OpReport, RunConfig, RunReport, Sent, Servers, check_target, check_targets, run, send,
 };

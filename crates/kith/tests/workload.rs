@@ -253,7 +253,7 @@ fn service_experiments_write_their_tables() {
         p(&graph),
         "--out",
         p(&out),
-        "--clients",
+        "--cache-clients",
         "4",
         "--preload",
         "300",
@@ -262,6 +262,9 @@ fn service_experiments_write_their_tables() {
     ];
     args.extend(short);
     ok(&args);
+    // Twibo's Table 5: push + cache-aside and push + write-back at each size, beside Twibo's.
     let csv = std::fs::read_to_string(out.join("twibo-cache.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("in-process,push+write-back,8,4,")), "{csv}");
+    assert!(csv.lines().all(|l| !l.starts_with("in-process,push+aside,1,") || l.ends_with(",,")));
 }

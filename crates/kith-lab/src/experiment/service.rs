@@ -32,18 +32,27 @@ pub struct ServiceArgs {
     /// Where to write CSV, JSON and PNG (created if missing).
     #[arg(long)]
     pub(super) out: PathBuf,
-    /// Client counts to sweep (twibo); the one count of twibo-cache is the last.
-    #[arg(long, value_delimiter = ',', default_value = "8,32,128,512")]
+    /// Client counts to sweep (twibo), Twibo's Tables 3 and 4.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64,128,256,512")]
     pub(super) clients: Vec<usize>,
+    /// Clients of twibo-cache's runs (Twibo's Table 5 used 64).
+    #[arg(long, default_value_t = 64)]
+    pub(super) cache_clients: usize,
     /// Measured seconds per run.
     #[arg(long, default_value_t = 5.0)]
     pub(super) duration_s: f64,
     /// Warm-up seconds per run.
     #[arg(long, default_value_t = 1.0)]
     pub(super) warmup_s: f64,
-    /// Publishes of the trace stored before measuring (twibo, twibo-cache).
-    #[arg(long, default_value_t = 20_000)]
+    /// Publishes of the trace stored before measuring (twibo, twibo-cache): Twibo stored the
+    /// first million. The trace is as many SONETOR days (seeds seed, seed + 1, ...) as it
+    /// takes to hold them and a remainder to replay.
+    #[arg(long, default_value_t = 1_000_000)]
     pub(super) preload: usize,
+    /// The trace's parameters: `twibo` (Twibo's Table 2 and load driver) or `sonetor`
+    /// (SONETOR's example configuration).
+    #[arg(long, default_value = "twibo")]
+    pub(super) preset: kith_workload::Preset,
     /// Backends (twibo: both by default; twibo-cache: in-process by default).
     #[arg(long, value_delimiter = ',')]
     pub(super) backends: Vec<String>,
@@ -149,22 +158,36 @@ pub(super) fn prepare(args: &ServiceArgs, with_trace: bool) -> Result<Prepared> 
     build_kith_store(&friends, &store, args.seed)?;
     let (mut preload, mut rest) = (Vec::new(), Vec::new());
     if with_trace {
-        let (events, _) = kith_workload::generate(
-            follows.original_ids(),
-            &SonetorConfig::default(),
-            args.seed,
-            0,
-        );
+        let config = SonetorConfig::preset(args.preset);
         let mut publishes = 0;
-        for e in events {
-            if publishes < args.preload {
-                if e.activity == Activity::Publish {
-                    publishes += 1;
-                    preload.push(e);
+        // Day after day until the preload is full and the rest holds half a day (at most 2 M
+        // activities), more than the runs replay.
+        for day in 0.. {
+            ensure!(day < 1000, "1,000 SONETOR days hold fewer than {} publishes", args.preload);
+            let (events, _) = kith_workload::generate(
+                follows.original_ids(),
+                &config,
+                args.seed.wrapping_add(day),
+                0,
+            );
+            ensure!(!events.is_empty(), "the trace of {} is empty", args.graph.display());
+            let offset = day as f64 * config.time_limit_s;
+            let generated = events.len();
+            for mut e in events {
+                e.ts += offset;
+                if publishes < args.preload {
+                    if e.activity == Activity::Publish {
+                        publishes += 1;
+                        preload.push(e);
+                    }
+                } else {
+                    rest.push(e);
                 }
-            } else {
-                rest.push(e);
             }
+            if publishes >= args.preload && rest.len() >= (generated / 2).min(2_000_000) {
+                break;
+            }
+            eprintln!("experiment: {publishes} publishes after {} SONETOR day(s)", day + 1);
         }
         eprintln!(
             "experiment: trace of {} activities after {} preloaded publishes",

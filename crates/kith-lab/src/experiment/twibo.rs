@@ -18,6 +18,43 @@ const TWIBO_PEAK: [(&str, f64); 4] =
     [("pull", 333.0), ("push", 964.0), ("push+aside", 2565.0), ("push+write-back", 3206.0)];
 const TWIBO_PROCESSES: f64 = 18.0;
 
+/// Twibo's Tables 3 and 4 (3 servers × 6 processes; 300 s per load test): configuration,
+/// clients, requests/s, and the 95th percentile of retrieving and of creating a tweet in ms.
+/// The report has no pull run at 512 clients.
+#[rustfmt::skip]
+const TWIBO_TABLES_3_4: [(&str, usize, f64, f64, f64); 27] = [
+    ("pull", 8, 115.85, 76.0, 33.0), ("pull", 16, 220.80, 85.0, 35.0),
+    ("pull", 32, 333.15, 110.0, 37.0), ("pull", 64, 319.01, 408.0, 66.0),
+    ("pull", 128, 197.24, 1827.0, 55.0), ("pull", 256, 86.13, 6458.0, 97.0),
+    ("push", 8, 206.47, 36.0, 71.0), ("push", 16, 404.34, 39.0, 77.0),
+    ("push", 32, 754.61, 51.0, 97.0), ("push", 64, 964.01, 153.0, 241.0),
+    ("push", 128, 803.30, 386.0, 860.0), ("push", 256, 671.73, 899.0, 942.0),
+    ("push", 512, 504.81, 2413.0, 3988.0),
+    ("push+aside", 8, 206.72, 36.0, 70.0), ("push+aside", 16, 409.87, 35.0, 71.0),
+    ("push+aside", 32, 786.86, 37.0, 75.0), ("push+aside", 64, 1333.45, 44.0, 85.0),
+    ("push+aside", 128, 2564.51, 53.0, 151.0), ("push+aside", 256, 2264.65, 273.0, 684.0),
+    ("push+aside", 512, 1811.87, 790.0, 1040.0),
+    ("push+write-back", 8, 211.75, 38.0, 45.0), ("push+write-back", 16, 444.14, 35.0, 41.0),
+    ("push+write-back", 32, 890.43, 35.0, 41.0), ("push+write-back", 64, 1732.05, 36.0, 43.0),
+    ("push+write-back", 128, 3205.73, 38.0, 52.0), ("push+write-back", 256, 2896.42, 60.0, 113.0),
+    ("push+write-back", 512, 2975.98, 338.0, 386.0),
+];
+
+/// Twibo's Table 5 (64 clients): configuration, cache MB, requests/s, database requests per
+/// retrieve.
+const TWIBO_TABLE_5: [(&str, u64, f64, f64); 10] = [
+    ("push+aside", 2, 997.89, 31.74),
+    ("push+aside", 4, 1068.60, 25.21),
+    ("push+aside", 8, 1305.18, 15.70),
+    ("push+aside", 16, 1578.08, 1.64),
+    ("push+aside", 32, 1582.04, 0.49),
+    ("push+write-back", 2, 1145.78, 26.50),
+    ("push+write-back", 4, 1306.39, 16.66),
+    ("push+write-back", 8, 1577.31, 9.02),
+    ("push+write-back", 16, 1656.14, 0.88),
+    ("push+write-back", 32, 1711.29, 0.42),
+];
+
 #[derive(Debug, Serialize)]
 struct TwiboRow {
     backend: String,
@@ -163,11 +200,17 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
     drop(rig);
     // CSV, peak table beside Twibo's, charts.
     let mut csv = String::from(
-        "backend,config,servers,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p95_ms,retrieve_p99_ms,publish_p95_ms,publish_p99_ms,errors\n",
+        "backend,config,servers,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p95_ms,retrieve_p99_ms,publish_p95_ms,publish_p99_ms,errors,twibo_qps,twibo_retrieve_p95_ms,twibo_publish_p95_ms\n",
     );
     for r in &rows {
+        let twibo = TWIBO_TABLES_3_4
+            .iter()
+            .find(|(c, n, ..)| *c == r.config && *n == r.clients)
+            .map_or([String::new(), String::new(), String::new()], |(_, _, q, ret, publ)| {
+                [format!("{q:.2}"), format!("{ret:.0}"), format!("{publ:.0}")]
+            });
         csv.push_str(&format!(
-            "{},{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{}\n",
+            "{},{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}\n",
             r.backend,
             r.config,
             r.servers,
@@ -180,7 +223,8 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
             r.retrieve_p99_ms,
             r.publish_p95_ms,
             r.publish_p99_ms,
-            r.errors
+            r.errors,
+            twibo.join(",")
         ));
     }
     std::fs::write(args.out.join("twibo.csv"), csv)?;
@@ -305,78 +349,91 @@ pub(super) fn twibo_cache(args: ServiceArgs) -> Result<()> {
     } else {
         args.backends.clone()
     };
-    let clients = *args.clients.last().context("--clients is empty")?;
+    let clients = args.cache_clients;
+    ensure!(clients > 0, "--cache-clients must be at least 1");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut csv = String::from(
-        "backend,cache_mb,clients,throughput,feed_p99_ms,post_hit_rate,timeline_hit_rate,store_reads_per_feed_read\n",
+        "backend,config,cache_mb,clients,throughput,feed_p95_ms,feed_p99_ms,post_hit_rate,timeline_hit_rate,store_reads_per_feed_read,twibo_qps,twibo_db_requests_per_retrieve\n",
     );
-    // Per backend: (cache MB, throughput) and (cache MB, post hit rate %).
+    // Per backend and configuration: (cache MB, throughput) and (cache MB, post hit rate %).
     type Curves = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
     let mut points: Vec<Curves> = Vec::new();
     for backend in &backends {
-        let (mut tput, mut hits) = (Vec::new(), Vec::new());
-        for &mb in &args.cache_mb {
-            let copy = p.scratch.path().join("run");
-            copy_store(&p.store, &copy)?;
-            let mut server_args: Vec<String> =
-                ["--feed", "push", "--cache", "aside"].iter().map(|s| s.to_string()).collect();
-            let redis = if backend == "redis" {
-                let memory = format!("{mb}mb");
-                let extra = ["--maxmemory", &memory, "--maxmemory-policy", "allkeys-lru"];
-                let r = RedisServer::try_start_with(&extra)?;
-                server_args.extend(["--redis".into(), r.url().to_string()]);
-                Some(r)
-            } else {
-                ensure!(
-                    backend == "in-process",
-                    "unknown backend {backend:?}: in-process or redis"
+        for (config, cache) in [("push+aside", "aside"), ("push+write-back", "write-back")] {
+            let (mut tput, mut hits) = (Vec::new(), Vec::new());
+            for &mb in &args.cache_mb {
+                let copy = p.scratch.path().join("run");
+                copy_store(&p.store, &copy)?;
+                let mut server_args: Vec<String> =
+                    ["--feed", "push", "--cache", cache].iter().map(|s| s.to_string()).collect();
+                let redis = if backend == "redis" {
+                    let memory = format!("{mb}mb");
+                    let extra = ["--maxmemory", &memory, "--maxmemory-policy", "allkeys-lru"];
+                    let r = RedisServer::try_start_with(&extra)?;
+                    server_args.extend(["--redis".into(), r.url().to_string()]);
+                    Some(r)
+                } else {
+                    ensure!(
+                        backend == "in-process",
+                        "unknown backend {backend:?}: in-process or redis"
+                    );
+                    server_args.extend(["--cache-bytes".into(), (mb << 20).to_string()]);
+                    None
+                };
+                let (server, base) = start_server(&copy, &server_args)?;
+                eprintln!("twibo-cache: {backend} {config} {mb} MB: preloading");
+                runtime.block_on(preload(&base, &p.follows, &p.preload))?;
+                let before = runtime.block_on(stats(&base))?;
+                let r =
+                    drive(&runtime, p.rest.clone(), std::slice::from_ref(&base), clients, &args)?;
+                let after = runtime.block_on(stats(&base))?;
+                let delta = |kind: &str, f: &str| {
+                    after["hit_rate"][kind][f]
+                        .as_u64()
+                        .unwrap_or(0)
+                        .saturating_sub(before["hit_rate"][kind][f].as_u64().unwrap_or(0))
+                };
+                let rate = |kind: &str| {
+                    let (h, m) = (delta(kind, "hits"), delta(kind, "misses"));
+                    if h + m == 0 { f64::NAN } else { h as f64 / (h + m) as f64 }
+                };
+                let feed = op(&r, "retrieve");
+                let reads = feed.map_or(0, |o| o.ops).max(1);
+                // Store requests per feed read: post bodies missed in the cache (each a read
+                // of the feed database), plus timeline builds (each a pull from it).
+                let store_reads =
+                    (delta("post", "misses") + delta("timeline", "misses")) as f64 / reads as f64;
+                let twibo = TWIBO_TABLE_5
+                    .iter()
+                    .find(|(c, m, _, _)| *c == config && *m == mb)
+                    .map_or((String::new(), String::new()), |(_, _, q, d)| {
+                        (format!("{q:.2}"), format!("{d:.2}"))
+                    });
+                csv.push_str(&format!(
+                    "{backend},{config},{mb},{clients},{:.1},{:.3},{:.3},{:.4},{:.4},{:.3},{},{}\n",
+                    r.total.throughput,
+                    feed.map_or(f64::NAN, |o| o.p95_ms),
+                    feed.map_or(f64::NAN, |o| o.p99_ms),
+                    rate("post"),
+                    rate("timeline"),
+                    store_reads,
+                    twibo.0,
+                    twibo.1
+                ));
+                crate::say!(
+                    "{backend:<11}{config:<16}{mb:>4} MB {:>9.0} req/s  post hit rate {:>6.1} %  timeline hit rate {:>6.1} %  store reads per feed read {:.2}",
+                    r.total.throughput,
+                    100.0 * rate("post"),
+                    100.0 * rate("timeline"),
+                    store_reads
                 );
-                server_args.extend(["--cache-bytes".into(), (mb << 20).to_string()]);
-                None
-            };
-            let (server, base) = start_server(&copy, &server_args)?;
-            eprintln!("twibo-cache: {backend} {mb} MB: preloading");
-            runtime.block_on(preload(&base, &p.follows, &p.preload))?;
-            let before = runtime.block_on(stats(&base))?;
-            let r = drive(&runtime, p.rest.clone(), std::slice::from_ref(&base), clients, &args)?;
-            let after = runtime.block_on(stats(&base))?;
-            let delta = |kind: &str, f: &str| {
-                after["hit_rate"][kind][f]
-                    .as_u64()
-                    .unwrap_or(0)
-                    .saturating_sub(before["hit_rate"][kind][f].as_u64().unwrap_or(0))
-            };
-            let rate = |kind: &str| {
-                let (h, m) = (delta(kind, "hits"), delta(kind, "misses"));
-                if h + m == 0 { f64::NAN } else { h as f64 / (h + m) as f64 }
-            };
-            let feed = op(&r, "retrieve");
-            let reads = feed.map_or(0, |o| o.ops).max(1);
-            // Store requests per feed read: post bodies missed in the cache (each a read of
-            // the feed database), plus timeline builds (each a pull from it).
-            let store_reads =
-                (delta("post", "misses") + delta("timeline", "misses")) as f64 / reads as f64;
-            csv.push_str(&format!(
-                "{backend},{mb},{clients},{:.1},{:.3},{:.4},{:.4},{:.3}\n",
-                r.total.throughput,
-                feed.map_or(f64::NAN, |o| o.p99_ms),
-                rate("post"),
-                rate("timeline"),
-                store_reads
-            ));
-            crate::say!(
-                "{backend:<11}{mb:>4} MB {:>9.0} req/s  post hit rate {:>6.1} %  timeline hit rate {:>6.1} %  store reads per feed read {:.2}",
-                r.total.throughput,
-                100.0 * rate("post"),
-                100.0 * rate("timeline"),
-                store_reads
-            );
-            tput.push((mb as f64, r.total.throughput));
-            hits.push((mb as f64, 100.0 * rate("post")));
-            drop(server);
-            drop(redis);
+                tput.push((mb as f64, r.total.throughput));
+                hits.push((mb as f64, 100.0 * rate("post")));
+                drop(server);
+                drop(redis);
+            }
+            points.push((format!("{backend} {config}"), tput, hits));
         }
-        points.push((backend.clone(), tput, hits));
     }
     std::fs::write(args.out.join("twibo-cache.csv"), csv)?;
     let series: Vec<Series> =
@@ -384,7 +441,7 @@ pub(super) fn twibo_cache(args: ServiceArgs) -> Result<()> {
     line_chart(
         &args.out.join("twibo-cache-throughput.png"),
         &LineChart {
-            title: "Twibo's workload: cache size vs throughput (push + aside)",
+            title: "Twibo's workload: cache size vs throughput (push, 64 clients)",
             x_label: "cache (MB)",
             y_label: "requests/s",
             log2_x: true,

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use kith_lab::cli::GraphInput;
-use kith_workload::{Activity, SonetorConfig};
+use kith_workload::{Activity, Preset, SonetorConfig};
 use serde::Serialize;
 
 #[derive(Debug, Args)]
@@ -17,10 +17,14 @@ pub(crate) struct GenerateArgs {
     /// The trace to write.
     #[arg(short, long)]
     out: PathBuf,
-    /// A TOML file of model parameters (missing keys take SONETOR's published example
-    /// configuration; see docs/workload.md).
+    /// A TOML file of model parameters; missing keys take the preset's (see
+    /// docs/workload.md).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// The defaults: `sonetor` (SONETOR's example configuration) or `twibo` (Twibo's Table 2
+    /// and load driver).
+    #[arg(long, default_value = "sonetor")]
+    preset: Preset,
     /// The trace's length in seconds (overrides the configuration's time_limit_s).
     #[arg(long)]
     duration_s: Option<f64>,
@@ -68,9 +72,9 @@ pub(super) fn run(args: GenerateArgs) -> Result<()> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            SonetorConfig::from_toml(&text, &path.display().to_string())?
+            SonetorConfig::from_toml_over(&text, &path.display().to_string(), args.preset)?
         }
-        None => SonetorConfig::default(),
+        None => SonetorConfig::preset(args.preset),
     };
     if let Some(d) = args.duration_s {
         anyhow::ensure!(d.is_finite() && d > 0.0, "--duration-s must be positive, got {d}");
