@@ -32,6 +32,7 @@ pub mod redis_cluster;
 mod task;
 #[doc(hidden)]
 pub mod testing;
+pub mod timing;
 
 pub use config::{CacheMode, FeedConfig, Strategy};
 pub use error::{Error, Result};

@@ -14,7 +14,10 @@ where
     T: Send + 'static,
     E: Into<Error> + Send + 'static,
 {
-    match tokio::task::spawn_blocking(f).await {
+    let start = std::time::Instant::now();
+    let joined = tokio::task::spawn_blocking(f).await;
+    crate::timing::add_store(start.elapsed());
+    match joined {
         Ok(done) => done.map_err(Into::into),
         Err(failed) => Err(Error::TaskFailed(failed.to_string())),
     }

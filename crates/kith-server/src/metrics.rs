@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::Method;
+use axum::http::{HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use prometheus::{
@@ -58,19 +58,38 @@ pub fn method_label(method: &Method) -> &'static str {
     STANDARD.iter().find(|m| *m == method).map_or("other", Method::as_str)
 }
 
-/// Middleware that counts and times every request under its route template.
+/// Middleware that counts and times every request under its route template, and tells the
+/// client where the time went: `Server-Timing: store;dur=…, cache;dur=…, total;dur=…` in
+/// milliseconds (Twibo's per-request timers). `store` is the time spent waiting on the
+/// storage engine and `cache` on Redis, summed over the request's calls
+/// ([`kith_feed::timing`]); `total` is the handler's whole time, the body's transfer
+/// excluded.
 pub async fn track(State(m): State<HttpMetrics>, req: Request, next: Next) -> Response {
     // A cheap clone (an Arc), no string copies on the hot path.
     let route = req.extensions().get::<MatchedPath>().cloned();
     let method = method_label(req.method());
     let start = Instant::now();
-    let response = next.run(req).await;
+    let (mut response, spans) = kith_feed::timing::timed(next.run(req)).await;
+    let total = start.elapsed();
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     let labels = [route, method];
-    m.latency.with_label_values(&labels).observe(start.elapsed().as_secs_f64());
+    m.latency.with_label_values(&labels).observe(total.as_secs_f64());
     m.requests.with_label_values(&[route, method, response.status().as_str()]).inc();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let value = format!(
+        "store;dur={:.3}, cache;dur={:.3}, total;dur={:.3}",
+        ms(spans.store),
+        ms(spans.cache),
+        ms(total)
+    );
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        response.headers_mut().insert(SERVER_TIMING, v);
+    }
     response
 }
+
+/// The `Server-Timing` header (W3C Server Timing).
+pub const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 
 /// The registry's metrics as Prometheus text.
 pub fn render(registry: &Registry) -> String {

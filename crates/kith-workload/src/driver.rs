@@ -72,6 +72,50 @@ pub struct OpReport {
     pub max_ms: f64,
     /// Latency CDF points (ms, fraction), for plotting.
     pub cdf: Vec<(f64, f64)>,
+    /// What the servers reported in `Server-Timing`, over the answers that carried it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerTimes>,
+}
+
+/// Percentiles of the servers' own `Server-Timing` figures, milliseconds: the handler's whole
+/// time, and the time in it spent waiting on the storage engine and on Redis.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerTimes {
+    /// Answers that carried the header.
+    pub answers: u64,
+    /// The handler's time (`total`).
+    pub total_p50_ms: f64,
+    /// 95th percentile of `total`.
+    pub total_p95_ms: f64,
+    /// 99th percentile of `total`.
+    pub total_p99_ms: f64,
+    /// Median time waiting on the storage engine (`store`).
+    pub store_p50_ms: f64,
+    /// 95th percentile of `store`.
+    pub store_p95_ms: f64,
+    /// Median time waiting on Redis (`cache`).
+    pub cache_p50_ms: f64,
+    /// 95th percentile of `cache`.
+    pub cache_p95_ms: f64,
+}
+
+/// A `Server-Timing` header's `name;dur=ms` entries: (total, store, cache) in microseconds,
+/// when it has a `total`.
+pub fn parse_server_timing(value: &str) -> Option<[u64; 3]> {
+    let mut got = [None, Some(0), Some(0)];
+    for entry in value.split(',') {
+        let mut parts = entry.split(';').map(str::trim);
+        let slot = match parts.next()? {
+            "total" => 0,
+            "store" => 1,
+            "cache" => 2,
+            _ => continue,
+        };
+        let dur = parts.find_map(|p| p.strip_prefix("dur="))?;
+        let ms: f64 = dur.parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0)?;
+        got[slot] = Some((ms * 1000.0).round() as u64);
+    }
+    Some([got[0]?, got[1]?, got[2]?])
 }
 
 /// One run (one client count or rate).
@@ -107,6 +151,8 @@ pub struct RunReport {
 #[derive(Default)]
 struct Tally {
     hist: BTreeMap<&'static str, Histogram<u64>>,
+    /// Per operation: the servers' `total`, `store` and `cache` times, microseconds.
+    server: BTreeMap<&'static str, [Histogram<u64>; 3]>,
     errors: BTreeMap<&'static str, BTreeMap<String, u64>>,
     answered_by: BTreeMap<usize, u64>,
     retries: u64,
@@ -121,6 +167,12 @@ impl Tally {
             .or_insert_with(|| Histogram::new(3).expect("valid precision"))
             .record(micros.max(1))
             .expect("auto-resizing histogram");
+        if let Some(times) = sent.server_timing {
+            let hists = self.server.entry(op).or_insert_with(new_triple);
+            for (h, t) in hists.iter_mut().zip(times) {
+                h.record(t.max(1)).expect("auto-resizing histogram");
+            }
+        }
         if let Some(server) = sent.server {
             *self.answered_by.entry(server).or_insert(0) += 1;
         }
@@ -143,6 +195,12 @@ impl Tally {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (x, None) | (None, x) => x,
         };
+        for (op, hs) in other.server {
+            let mine = self.server.entry(op).or_insert_with(new_triple);
+            for (m, h) in mine.iter_mut().zip(hs) {
+                m.add(&h).expect("same precision");
+            }
+        }
         for (op, h) in other.hist {
             self.hist
                 .entry(op)
@@ -159,11 +217,31 @@ impl Tally {
     }
 }
 
+fn new_triple() -> [Histogram<u64>; 3] {
+    std::array::from_fn(|_| Histogram::new(3).expect("valid precision"))
+}
+
+fn server_times(hs: Option<&[Histogram<u64>; 3]>) -> Option<ServerTimes> {
+    let [total, store, cache] = hs.filter(|h| !h[0].is_empty())?;
+    let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    Some(ServerTimes {
+        answers: total.len(),
+        total_p50_ms: ms(total, 0.5),
+        total_p95_ms: ms(total, 0.95),
+        total_p99_ms: ms(total, 0.99),
+        store_p50_ms: ms(store, 0.5),
+        store_p95_ms: ms(store, 0.95),
+        cache_p50_ms: ms(cache, 0.5),
+        cache_p95_ms: ms(cache, 0.95),
+    })
+}
+
 fn op_report(
     op: &str,
     h: &Histogram<u64>,
     errors: &BTreeMap<String, u64>,
     seconds: f64,
+    server: Option<&[Histogram<u64>; 3]>,
 ) -> OpReport {
     let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
     let cdf = (0..=200)
@@ -185,6 +263,7 @@ fn op_report(
         p999_ms: ms(0.999),
         max_ms: h.max() as f64 / 1000.0,
         cdf,
+        server: server_times(server),
     }
 }
 
@@ -258,6 +337,8 @@ pub struct Sent {
     pub retries: u64,
     /// The answer's body, when it succeeded.
     pub body: Option<bytes::Bytes>,
+    /// The answering server's `Server-Timing` (total, store, cache; microseconds), if sent.
+    pub server_timing: Option<[u64; 3]>,
 }
 
 /// Sends `req`, starting at server `first` (skipping servers marked down unless all are),
@@ -274,7 +355,7 @@ pub async fn send(
     let order: Vec<usize> = (0..n).map(|k| (first + k) % n).collect();
     let mut tries: Vec<usize> = order.iter().copied().filter(|&i| !servers.is_down(i)).collect();
     tries.extend(order.iter().copied().filter(|&i| servers.is_down(i)));
-    let mut sent = Sent { server: None, error: None, retries: 0, body: None };
+    let mut sent = Sent { server: None, error: None, retries: 0, body: None, server_timing: None };
     for (attempt, i) in tries.into_iter().enumerate() {
         if attempt > 0 {
             sent.retries += 1;
@@ -295,6 +376,11 @@ pub async fn send(
         let answer = match builder.send().await {
             Ok(r) => {
                 let status = r.status();
+                sent.server_timing = r
+                    .headers()
+                    .get("server-timing")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(parse_server_timing);
                 // Read the whole body: the answer is not complete until then.
                 match r.bytes().await {
                     Ok(body) => Some((status, body)),
@@ -452,6 +538,7 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
     let empty = BTreeMap::new();
     let mut ops = Vec::new();
     let mut all = Histogram::<u64>::new(3).expect("valid precision");
+    let mut all_server = new_triple();
     let mut all_errors: BTreeMap<String, u64> = BTreeMap::new();
     for op in source.ops() {
         if let Some(h) = tally.hist.get(op) {
@@ -460,7 +547,13 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
             for (k, n) in errors {
                 *all_errors.entry(k.clone()).or_insert(0) += n;
             }
-            ops.push(op_report(op, h, errors, measured));
+            let server = tally.server.get(op);
+            if let Some(hs) = server {
+                for (a, h) in all_server.iter_mut().zip(hs) {
+                    a.add(h).expect("same precision");
+                }
+            }
+            ops.push(op_report(op, h, errors, measured, server));
         }
     }
     Ok(RunReport {
@@ -470,7 +563,7 @@ pub async fn run(source: Arc<dyn Source>, config: &RunConfig) -> Result<RunRepor
         measured_s: measured,
         warmup_s: config.warmup.as_secs_f64(),
         late_sends: late,
-        total: op_report("all", &all, &all_errors, measured),
+        total: op_report("all", &all, &all_errors, measured, Some(&all_server)),
         ops,
         answered_by: (0..n).map(|i| tally.answered_by.get(&i).copied().unwrap_or(0)).collect(),
         retries: tally.retries,
@@ -482,4 +575,19 @@ fn now_nanos() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_timing_entries_are_read_by_name_in_any_order() {
+        let v = "store;dur=1.5, cache;dur=0.25, total;dur=2.000";
+        assert_eq!(parse_server_timing(v), Some([2000, 1500, 250]));
+        assert_eq!(parse_server_timing("total;desc=\"x\";dur=3, db;desc=y"), Some([3000, 0, 0]));
+        for bad in ["", "store;dur=1", "total;dur=-1", "total;dur=x", "total"] {
+            assert_eq!(parse_server_timing(bad), None, "{bad}");
+        }
+    }
 }

@@ -18,7 +18,8 @@ mod trace;
 
 pub use config::{Preset, SonetorConfig};
 pub use driver::{
-    DOWN_FOR, OpReport, RunConfig, RunReport, Sent, Servers, check_target, check_targets, run, send,
+    DOWN_FOR, OpReport, RunConfig, RunReport, Sent, ServerTimes, Servers, check_target,
+    check_targets, parse_server_timing, run, send,
 };
 pub use error::{Error, Result};
 pub use mix::{FriendAccess, LinkBench, ParkerCalls, Request, Source, TraceSource};

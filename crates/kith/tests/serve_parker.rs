@@ -44,6 +44,22 @@ fn parker_api(server: &Server) {
     let (s, prof) = get("/users/5/profile");
     assert_eq!((s, &prof), (200, &u["profile"]));
 
+    // Every answer says where its time went (Server-Timing, ms): an engine read is store
+    // time within the total; an unknown user's 404 carries it too.
+    for (path, status) in
+        [("/users/5", 200), ("/users/5/friends?limit=3", 200), ("/users/999999", 404)]
+    {
+        let r = http.get(server.url(path)).send().unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path}");
+        let header = r.headers()["server-timing"].to_str().unwrap().to_owned();
+        let dur = |name: &str| -> f64 {
+            let entry = header.split(", ").find(|e| e.starts_with(&format!("{name};"))).unwrap();
+            entry.split("dur=").nth(1).unwrap().parse().unwrap()
+        };
+        let (total, store, cache) = (dur("total"), dur("store"), dur("cache"));
+        assert!(store > 0.0 && store <= total && cache >= 0.0, "{path}: {header}");
+    }
+
     // Friend pages, strong.
     let (_, page) = get("/users/5/friends?offset=1&limit=2");
     assert_eq!(page["friends"], json!(friends[1..3.min(friends.len())]));

@@ -22,8 +22,9 @@ pub(super) fn run(args: ServiceArgs) -> Result<()> {
         false => None,
     };
     let users: Vec<u64> = p.follows.original_ids().to_vec();
-    let mut csv =
-        String::from("backend,call,kind,ops,mean_ms,p50_ms,p95_ms,p99_ms,max_ms,errors\n");
+    let mut csv = String::from(
+        "backend,call,kind,ops,mean_ms,p50_ms,p95_ms,p99_ms,max_ms,errors,server_p50_ms,store_p50_ms,cache_p50_ms\n",
+    );
     let mut series = Vec::new();
     let mut runs = Vec::new();
     for (i, backend) in backends.iter().enumerate() {
@@ -52,8 +53,12 @@ pub(super) fn run(args: ServiceArgs) -> Result<()> {
             let kind = if write { "write" } else { "read" };
             let mean =
                 o.cdf.windows(2).map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0).sum::<f64>();
+            // The server's own figures (Server-Timing): handler, engine and Redis time.
+            let server = o.server.as_ref().map_or(",,".to_owned(), |t| {
+                format!("{:.4},{:.4},{:.4}", t.total_p50_ms, t.store_p50_ms, t.cache_p50_ms)
+            });
             csv.push_str(&format!(
-                "{backend},{},{kind},{},{mean:.4},{:.4},{:.4},{:.4},{:.4},{}\n",
+                "{backend},{},{kind},{},{mean:.4},{:.4},{:.4},{:.4},{:.4},{},{server}\n",
                 o.op, o.ops, o.p50_ms, o.p95_ms, o.p99_ms, o.max_ms, o.errors
             ));
             crate::say!(

@@ -235,7 +235,7 @@ pub(super) fn steps() -> Vec<Step> {
             reproduces: "Twibo Tables 3 and 4",
             argv: |c, s| service(c, s, "twibo", &["--clients", "2"]),
             datasets: service_data,
-            estimate_s: (900.0, 25.0),
+            estimate_s: (2000.0, 25.0),
         },
         Step {
             name: "twibo-cache",
@@ -244,7 +244,7 @@ pub(super) fn steps() -> Vec<Step> {
                 service(c, s, "twibo-cache", &["--cache-clients", "4", "--cache-mb", "1,8"])
             },
             datasets: service_data,
-            estimate_s: (300.0, 10.0),
+            estimate_s: (1600.0, 10.0),
         },
         Step {
             name: "parker-latency",

@@ -71,6 +71,11 @@ struct TwiboRow {
     publish_p95_ms: f64,
     publish_p99_ms: f64,
     errors: u64,
+    /// The servers' own feed-read time (Server-Timing `total`), p50 and p95.
+    retrieve_server_p50_ms: f64,
+    retrieve_server_p95_ms: f64,
+    /// Of it, the time waiting on the storage engine, p50.
+    retrieve_store_p50_ms: f64,
 }
 
 const TWIBO_CONFIGS: [(&str, &[&str]); 5] = [
@@ -138,6 +143,14 @@ pub(super) fn deploy<'a>(
     Ok(Deployment { servers: vec![Some(server)], urls: vec![base], _redis: redis, keyspace: None })
 }
 
+/// A figure of the servers' own timings of an operation, NaN without them.
+fn server(
+    op: Option<&kith_workload::OpReport>,
+    f: impl Fn(&kith_workload::ServerTimes) -> f64,
+) -> f64 {
+    op.and_then(|o| o.server.as_ref()).map_or(f64::NAN, f)
+}
+
 pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
     let p = prepare(&args, true)?;
     let backends = args.backends(&["in-process", "redis"])?;
@@ -181,6 +194,9 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
                         publish_p95_ms: publ.map_or(f64::NAN, |o| o.p95_ms),
                         publish_p99_ms: publ.map_or(f64::NAN, |o| o.p99_ms),
                         errors: r.total.errors,
+                        retrieve_server_p50_ms: server(ret, |t| t.total_p50_ms),
+                        retrieve_server_p95_ms: server(ret, |t| t.total_p95_ms),
+                        retrieve_store_p50_ms: server(ret, |t| t.store_p50_ms),
                     });
                     let last = rows.last().expect("just pushed");
                     crate::say!(
@@ -200,7 +216,7 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
     drop(rig);
     // CSV, peak table beside Twibo's, charts.
     let mut csv = String::from(
-        "backend,config,servers,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p95_ms,retrieve_p99_ms,publish_p95_ms,publish_p99_ms,errors,twibo_qps,twibo_retrieve_p95_ms,twibo_publish_p95_ms\n",
+        "backend,config,servers,clients,throughput,retrieve_per_s,publish_per_s,retrieve_p50_ms,retrieve_p95_ms,retrieve_p99_ms,publish_p95_ms,publish_p99_ms,errors,retrieve_server_p50_ms,retrieve_server_p95_ms,retrieve_store_p50_ms,twibo_qps,twibo_retrieve_p95_ms,twibo_publish_p95_ms\n",
     );
     for r in &rows {
         let twibo = TWIBO_TABLES_3_4
@@ -210,7 +226,7 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
                 [format!("{q:.2}"), format!("{ret:.0}"), format!("{publ:.0}")]
             });
         csv.push_str(&format!(
-            "{},{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}\n",
+            "{},{},{},{},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{}\n",
             r.backend,
             r.config,
             r.servers,
@@ -224,6 +240,9 @@ pub(super) fn twibo(args: ServiceArgs) -> Result<()> {
             r.publish_p95_ms,
             r.publish_p99_ms,
             r.errors,
+            r.retrieve_server_p50_ms,
+            r.retrieve_server_p95_ms,
+            r.retrieve_store_p50_ms,
             twibo.join(",")
         ));
     }

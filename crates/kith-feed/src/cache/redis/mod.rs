@@ -255,10 +255,12 @@ impl Redis {
     ) -> Result<T> {
         let shared = &self.shared;
         shared.health.check()?;
+        let start = std::time::Instant::now();
         let got = match tokio::time::timeout(shared.deadline, call).await {
             Ok(got) => got,
             Err(_) => Err(timed_out(what, shared.deadline)),
         };
+        crate::timing::add_cache(start.elapsed());
         if let Err(e) = &got
             && unavailable(e)
             && shared.health.trip(e)
@@ -505,8 +507,11 @@ impl Shared {
         what: &str,
         call: impl Future<Output = RedisResult<T>>,
     ) -> RedisResult<T> {
-        tokio::time::timeout(self.deadline, call)
+        let start = std::time::Instant::now();
+        let got = tokio::time::timeout(self.deadline, call)
             .await
-            .unwrap_or_else(|_| Err(timed_out(what, self.deadline)))
+            .unwrap_or_else(|_| Err(timed_out(what, self.deadline)));
+        crate::timing::add_cache(start.elapsed());
+        got
     }
 }
