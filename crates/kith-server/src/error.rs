@@ -56,12 +56,22 @@ pub struct ApiError {
     pub code: &'static str,
     /// The message.
     pub message: String,
+    /// On a 416: the block's length, sent as `Content-Range: bytes */<len>`.
+    pub unsatisfied_len: Option<u64>,
 }
 
 impl ApiError {
     /// A new error.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into() }
+        ApiError { status, code, message: message.into(), unsatisfied_len: None }
+    }
+
+    /// 416 for a byte range that does not fit a data block of `len` bytes.
+    pub fn range_not_satisfiable(message: impl Into<String>, len: u64) -> ApiError {
+        ApiError {
+            unsatisfied_len: Some(len),
+            ..ApiError::new(StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable", message)
+        }
     }
 
     /// 400 for a query or path parameter.
@@ -94,6 +104,11 @@ impl IntoResponse for ApiError {
             ErrorBody { error: self.code.to_string(), message: self.message, id: None }
         };
         let mut r = (self.status, axum::Json(body)).into_response();
+        if let Some(len) = self.unsatisfied_len
+            && let Ok(v) = axum::http::HeaderValue::from_str(&format!("bytes */{len}"))
+        {
+            r.headers_mut().insert(axum::http::header::CONTENT_RANGE, v);
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -17,6 +17,7 @@
 //! What it is not: storage (`kith-store`) or the feed logic (`kith-feed`).
 
 mod config;
+mod data;
 mod error;
 mod extract;
 mod feeds;
@@ -95,11 +96,18 @@ fn api_routes(body_limit: usize) -> (Router<AppState>, utoipa::openapi::OpenApi)
     let data = OpenApiRouter::new()
         .routes(routes!(users::put_user))
         .layer(DefaultBodyLimit::max(data_body_limit(body_limit)));
+    // A raw block: its own 4 MiB bound, read by the handler.
+    let raw = OpenApiRouter::new()
+        .routes(routes!(data::get_data, data::put_data))
+        .layer(DefaultBodyLimit::disable());
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(users::list_users))
         .routes(routes!(users::random_users))
         .routes(routes!(users::get_user))
         .merge(data)
+        .merge(raw)
+        .routes(routes!(data::exists))
+        .routes(routes!(data::friends_data))
         .routes(routes!(users::get_profile, users::put_profile))
         .routes(routes!(users::get_friends))
         .routes(routes!(users::add_friend, users::delete_friend))

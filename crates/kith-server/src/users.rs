@@ -16,7 +16,7 @@ use crate::extract::{Json, Path, Query};
 use crate::state::AppState;
 
 /// Runs one engine call on the blocking pool, off the async executor.
-async fn engine_call<T: Send + 'static>(
+pub(crate) async fn engine_call<T: Send + 'static>(
     s: &AppState,
     f: impl FnOnce(&dyn Engine) -> kith_store::Result<T> + Send + 'static,
 ) -> ApiResult<T> {

@@ -12,7 +12,7 @@ use rand::RngCore;
 use crate::error::Result;
 use crate::feed_db::Degree;
 use crate::feed_log::IdempotencyRecord;
-use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, friends_page};
+use crate::page::{FriendsPage, UsersCursor, UsersPage, check_limit, friends_page, page_range};
 use crate::paths::{self, Neighborhood};
 use crate::post::Post;
 use crate::progress::Progress;
@@ -20,6 +20,15 @@ use crate::record::{Profile, User};
 use crate::relayout::RelayoutReport;
 use crate::status::{Status, StoreGraph};
 use crate::write::UserWrite;
+
+/// A page of friends with the start of their data blocks ([`Engine::list_friends_data`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FriendsData {
+    /// (friend, the first bytes of its data block), in the engine's order.
+    pub friends: Vec<(u64, Vec<u8>)>,
+    /// How many friends the user has.
+    pub total: usize,
+}
 
 /// A storage engine for users, friendships, follows and posts.
 ///
@@ -62,6 +71,31 @@ pub trait Engine: Send + Sync + Debug {
 
     /// The user's whole friend list, ascending.
     fn get_all_friends(&self, uid: u64) -> Result<Vec<u64>>;
+
+    /// Bondhu's query, "list all friends' data", a page at a time: the user's friends in the
+    /// engine's order (layout order where it keeps one; ascending here), from `offset`, at
+    /// most `limit` (≤ [`MAX_PAGE`](crate::MAX_PAGE)), each with the first `max_bytes` of
+    /// its data block (all of it for `None`); and how many friends the user has. A friend
+    /// removed while the page is read is left out.
+    fn list_friends_data(
+        &self,
+        uid: u64,
+        max_bytes: Option<u64>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<FriendsData> {
+        check_limit("friends page", limit)?;
+        let friends = self.get_all_friends(uid)?;
+        let mut data = Vec::new();
+        for &f in &friends[page_range(friends.len(), offset, limit)] {
+            match self.get_data(f, max_bytes) {
+                Ok(bytes) => data.push((f, bytes)),
+                Err(crate::Error::UnknownUser(gone)) if gone == f => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(FriendsData { friends: data, total: friends.len() })
+    }
 
     /// A page of the friend list: [`friends_page`](crate::friends_page) of the whole list.
     fn get_friends_list(&self, uid: u64, offset: usize, limit: usize) -> Result<FriendsPage> {

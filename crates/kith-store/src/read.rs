@@ -285,6 +285,27 @@ impl Store {
         Ok(friends.iter().map(|f| f.uid).zip(data).collect())
     }
 
+    /// [`Store::list_friends_data`] a page at a time: friends `offset..offset + limit` in
+    /// layout order, read from one view; and how many friends the user has.
+    pub fn list_friends_data_page(
+        &self,
+        uid: u64,
+        max_bytes: Option<u64>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<crate::FriendsData> {
+        crate::page::check_limit("friends page", limit)?;
+        let view = self.view();
+        let read = view.read_options();
+        let (_, mut friends) = self.entry(view.generation, uid, &read)?;
+        let total = friends.len();
+        friends.sort_unstable_by_key(|f| f.position);
+        let page = &friends[crate::page::page_range(total, offset, limit)];
+        let positions: Vec<u64> = page.iter().map(|f| f.position).collect();
+        let data = self.read_data_at(&view, &positions, max_bytes)?;
+        Ok(crate::FriendsData { friends: page.iter().map(|f| f.uid).zip(data).collect(), total })
+    }
+
     /// Every user, (uid, profile), in layout order, streamed from one consistent view.
     pub fn get_all_users(&self) -> impl Iterator<Item = Result<(u64, Profile)>> + '_ {
         let generation = self.generation.read().unwrap_or_else(PoisonError::into_inner);

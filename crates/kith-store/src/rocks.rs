@@ -60,6 +60,16 @@ impl Engine for Store {
         Store::get_all_friends(self, uid)
     }
 
+    fn list_friends_data(
+        &self,
+        uid: u64,
+        max_bytes: Option<u64>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<crate::FriendsData> {
+        Store::list_friends_data_page(self, uid, max_bytes, offset, limit)
+    }
+
     fn get_friends_list(&self, uid: u64, offset: usize, limit: usize) -> Result<FriendsPage> {
         Store::get_friends_list(self, uid, offset, limit)
     }

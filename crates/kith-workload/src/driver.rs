@@ -170,7 +170,7 @@ impl Tally {
         if let Some(times) = sent.server_timing {
             let hists = self.server.entry(op).or_insert_with(new_triple);
             for (h, t) in hists.iter_mut().zip(times) {
-                h.record(t.max(1)).expect("auto-resizing histogram");
+                h.record(t).expect("auto-resizing histogram");
             }
         }
         if let Some(server) = sent.server {

@@ -215,7 +215,9 @@ impl Source for LinkBench {
 /// the server: `get_user`, `get_profile`, `get_friends_list` (100), `put_user` (a new user
 /// with one friend), `put_profile`, `add_friend`, `delete_friend` (undoing an earlier
 /// `add_friend` when there is one), `get_all_users` (a page of 100), `get_random_users`
-/// (10), `shortest_path` (≤ 6 hops), `get_neighborhood` (2 hops, at most 1,000 users).
+/// (10), `shortest_path` (≤ 6 hops), `get_neighborhood` (2 hops, at most 1,000 users),
+/// `exists`, `heart_beat` (`GET /health`) and `get_friends_data` (Bondhu's "list all
+/// friends' data": the first 4 KiB of up to 100 friends' blocks).
 #[derive(Debug)]
 pub struct ParkerCalls {
     users: Vec<u64>,
@@ -224,9 +226,12 @@ pub struct ParkerCalls {
 }
 
 /// The calls of [`ParkerCalls`].
-pub(crate) const PARKER_CALLS: [&str; 11] = [
+pub(crate) const PARKER_CALLS: [&str; 14] = [
     "get_user",
     "get_profile",
+    "exists",
+    "heart_beat",
+    "get_friends_data",
     "get_friends_list",
     "put_user",
     "put_profile",
@@ -266,6 +271,11 @@ impl Source for ParkerCalls {
         Some(match op {
             "get_user" => Request::get(op, format!("/users/{u}")),
             "get_profile" => Request::get(op, format!("/users/{u}/profile")),
+            "exists" => Request::get(op, format!("/users/{u}/exists")),
+            "heart_beat" => Request::get(op, "/health".into()),
+            "get_friends_data" => {
+                Request::get(op, format!("/users/{u}/friends/data?fetch_bytes=4096&limit=100"))
+            }
             "get_friends_list" => Request::get(op, format!("/users/{u}/friends?limit=100")),
             "put_user" => {
                 let n = self.next_node.fetch_add(1, Ordering::Relaxed);

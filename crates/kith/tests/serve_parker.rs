@@ -44,6 +44,68 @@ fn parker_api(server: &Server) {
     let (s, prof) = get("/users/5/profile");
     assert_eq!((s, &prof), (200, &u["profile"]));
 
+    // Parker's exists, 200 either way.
+    assert_eq!(get("/users/5/exists"), (200, json!({"uid": 5, "exists": true})));
+    assert_eq!(get("/users/999999/exists"), (200, json!({"uid": 999999, "exists": false})));
+
+    // A data block as raw bytes: written, read whole and by byte range.
+    let block: Vec<u8> = (0u8..10).collect();
+    let put = |bytes: Vec<u8>, ct: &str| {
+        http.put(server.url("/users/5/data")).header("content-type", ct).body(bytes).send().unwrap()
+    };
+    assert_eq!(
+        body(put(block.clone(), "application/octet-stream")),
+        (200, json!({"uid": 5, "data_bytes": 10}))
+    );
+    let read = |range: Option<&str>| {
+        let mut req = http.get(server.url("/users/5/data"));
+        if let Some(r) = range {
+            req = req.header("range", r);
+        }
+        let r = req.send().unwrap();
+        let content_range =
+            r.headers().get("content-range").map(|v| v.to_str().unwrap().to_owned());
+        (r.status().as_u16(), content_range, r.bytes().unwrap().to_vec())
+    };
+    assert_eq!(read(None), (200, None, block.clone()));
+    assert_eq!(read(Some("bytes=2-4")), (206, Some("bytes 2-4/10".into()), vec![2, 3, 4]));
+    assert_eq!(read(Some("bytes=-3")), (206, Some("bytes 7-9/10".into()), vec![7, 8, 9]));
+    assert_eq!(read(Some("bytes=8-99")), (206, Some("bytes 8-9/10".into()), vec![8, 9]));
+    let (status, range, text) = read(Some("bytes=10-"));
+    assert_eq!((status, range.as_deref()), (416, Some("bytes */10")), "{text:?}");
+    assert_eq!(read(Some("bytes=5-2")).0, 416);
+    // Bad writes: another content type, a block over 4 MiB, an unknown user.
+    let (s, e) = body(put(vec![1], "application/json"));
+    assert_eq!((s, e["error"].as_str()), (415, Some("bad_content_type")), "{e}");
+    let (s, e) = body(put(vec![0; (4 << 20) + 1], "application/octet-stream"));
+    assert_eq!((s, e["error"].as_str()), (413, Some("too_large")), "{e}");
+    assert_eq!(read(None), (200, None, block.clone()), "a refused write changes nothing");
+    let (s, _) = body(http.put(server.url("/users/999999/data")).body(vec![1]).send().unwrap());
+    assert_eq!(s, 404);
+
+    // Bondhu's "list all friends' data": every friend once, each with its block's start.
+    let (s, page) = get("/users/5/friends/data?fetch_bytes=3&limit=1000");
+    assert_eq!(s, 200, "{page}");
+    assert_eq!(page["total"], friends.len());
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut listed = Vec::new();
+    for f in page["friends"].as_array().unwrap() {
+        let uid = f["uid"].as_u64().unwrap();
+        let bytes = base64::Engine::decode(&b64, f["data_base64"].as_str().unwrap()).unwrap();
+        let r = http.get(server.url(&format!("/users/{uid}/data"))).send().unwrap();
+        let whole = r.bytes().unwrap().to_vec();
+        assert_eq!(bytes, whole[..whole.len().min(3)], "friend {uid}");
+        listed.push(uid);
+    }
+    listed.sort_unstable();
+    assert_eq!(listed, friends);
+    let (_, one) = get("/users/5/friends/data?fetch_bytes=3&limit=1&offset=1");
+    assert_eq!(one["friends"].as_array().unwrap().len(), 1.min(friends.len() - 1));
+    let (s, e) = get("/users/5/friends/data?fetch_bytes=4194305");
+    assert_eq!((s, e["error"].as_str()), (400, Some("bad_parameter")), "{e}");
+    let (s, e) = get("/users/5/friends/data?fetch_bytes=4194304&limit=1000");
+    assert_eq!((s, e["error"].as_str()), (422, Some("too_expensive")), "{e}");
+
     // Every answer says where its time went (Server-Timing, ms): an engine read is store
     // time within the total; an unknown user's 404 carries it too.
     for (path, status) in

@@ -260,6 +260,22 @@ fn check_user(engine: &dyn Engine, r: &Reference, uid: u64, rng: &mut Pcg64Mcg) 
     let want: Vec<u64> = friends.iter().skip(offset).take(limit).copied().collect();
     assert_eq!((page.friends, page.total), (want, friends.len()));
     assert!(engine.contains(uid).unwrap());
+    // "List all friends' data", page by page in the engine's own order: every friend once,
+    // each with the first bytes of its block.
+    let (limit, bytes) = (rng.random_range(1..5), rng.random_range(0..30));
+    let mut seen = Vec::new();
+    for offset in (0..=friends.len()).step_by(limit) {
+        let page = engine.list_friends_data(uid, Some(bytes), offset, limit).unwrap();
+        assert_eq!(page.total, friends.len());
+        assert!(page.friends.len() <= limit);
+        for (f, data) in page.friends {
+            let block = &r.data[&f];
+            assert_eq!(data, block[..block.len().min(bytes as usize)], "data of {f}");
+            seen.push(f);
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, friends, "friends' data of {uid}");
 }
 
 /// Paths and neighbourhoods against breadth-first distances of the reference.
