@@ -769,6 +769,24 @@ pub(super) fn results() -> Vec<ResultRow> {
                    virtual disk, Parker's went to spinning disks.",
         },
         ResultRow {
+            paper_ref: "Parker Table 1",
+            result: "exists and get_friends_data (the first 4 KiB of up to 100 friends' blocks), \
+                     p50",
+            paper: Paper::NotQuoted,
+            step: Some("parker-latency"),
+            measure: |d| {
+                let e = cell(d, "parker-latency.csv", &[("call", "exists")], "p50_ms")?;
+                let f = cell(d, "parker-latency.csv", &[("call", "get_friends_data")], "p50_ms")?;
+                text(format!("exists {e:.3} ms, get_friends_data {f:.3} ms"))
+            },
+            noise: 0.0,
+            note: "",
+        },
+        missing(
+            "Parker",
+            "get_user and get_profile at a chosen consistency level (only friend lists take one)",
+        ),
+        ResultRow {
             paper_ref: "Parker on Cassandra",
             result: "get_user throughput on 1 node and on 5 (RF 3, QUORUM)",
             paper: Paper::NotQuoted,
