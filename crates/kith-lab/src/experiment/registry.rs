@@ -427,7 +427,7 @@ pub(super) fn results() -> Vec<ResultRow> {
             },
             noise: 0.0,
             note: "kith's objective reaches the optimum, 13, which brute force over all 5,040 \
-                   orders confirms (crates/kith/tests/layout.rs); the paper's own layout \
+                   orders confirms (a test in crates/kith-layout/src/example.rs); the paper's own layout \
                    costs 20, more than input order.",
         },
         ResultRow {
