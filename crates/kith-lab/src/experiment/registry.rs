@@ -426,9 +426,9 @@ pub(super) fn results() -> Vec<ResultRow> {
                 number(format!("{kith:.0} (kith, --objective la; input order {default:.0})"), kith)
             },
             noise: 0.0,
-            note: "kith's objective reaches the optimum, 13, which brute force over all 5,040 \
-                   orders confirms (a test in crates/kith-layout/src/example.rs); the paper's own layout \
-                   costs 20, more than input order.",
+            note: "kith's objective reaches the optimum, 13, which brute force over all \
+                   5,040 orders confirms (a test in crates/kith-layout/src/example.rs); the \
+                   paper's own layout costs 20, more than input order.",
         },
         ResultRow {
             paper_ref: "Bondhu Fig. 9",
