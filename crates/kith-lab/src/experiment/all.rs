@@ -69,6 +69,17 @@ enum Status {
     NotRun,
 }
 
+impl Status {
+    fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::NotRun => "not run",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct StepRecord {
     name: String,
@@ -207,7 +218,7 @@ pub fn run(args: AllArgs) -> Result<()> {
             _ => format!(
                 "{:<24} {:<7} {}",
                 step.name,
-                format!("{:?}", record.status).to_lowercase(),
+                record.status.label(),
                 record.reason.as_deref().unwrap_or("")
             ),
         };
@@ -550,11 +561,7 @@ fn render(ctx: &Ctx, records: &[StepRecord], rows: &[ResultRow]) -> String {
             .replace(&outdir, "$OUT");
         let status = match r.status {
             Status::Ok => "ok".to_owned(),
-            s => format!(
-                "{} ({})",
-                format!("{s:?}").to_lowercase(),
-                r.reason.as_deref().unwrap_or("")
-            ),
+            s => format!("{} ({})", s.label(), r.reason.as_deref().unwrap_or("")),
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {:.0} | {} | `{}` |\n",
