@@ -90,6 +90,9 @@ struct StepRecord {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     started: Option<String>,
+    /// The commit it ran at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commit: Option<String>,
     seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     peak_rss_mb: Option<f64>,
@@ -168,6 +171,7 @@ pub fn run(args: AllArgs) -> Result<()> {
                     status: Status::NotRun,
                     reason: Some(if selected(s) { "not reached" } else { "not selected" }.into()),
                     started: None,
+                    commit: None,
                     seconds: 0.0,
                     peak_rss_mb: None,
                     files: Vec::new(),
@@ -319,6 +323,7 @@ fn run_step(
         status: Status::Skipped,
         reason: None,
         started: Some(utc_now()),
+        commit: git_commit(),
         seconds: 0.0,
         peak_rss_mb: None,
         files: Vec::new(),
@@ -489,9 +494,13 @@ fn render(ctx: &Ctx, records: &[StepRecord], rows: &[ResultRow]) -> String {
          Each row names the step that measures it; the step's command, seconds and peak \
          memory are in the steps table below and in the run's `manifest.json`.\n\n",
     );
-    let commit = git_commit().unwrap_or_else(|| "unknown".into());
+    let mut commits: Vec<&str> = done.iter().filter_map(|r| r.commit.as_deref()).collect();
+    commits.sort_unstable();
+    commits.dedup();
+    let commit = if commits.is_empty() { "none yet".to_owned() } else { commits.join(", ") };
     out.push_str(&format!(
-        "- Run: {}, commit {commit}, {}; {} of {} steps done, {} of step time.\n",
+        "- Written {}; the steps ran at commit {commit}, {}; {} of {} steps done, {} of step \
+         time.\n",
         utc_now(),
         if ctx.quick { "**--quick (tiny sizes: not a reproduction)**" } else { "full size" },
         done.len(),
