@@ -26,7 +26,7 @@ pub(crate) fn degree_order(graph: &Graph) -> Vec<VertexId> {
     order
 }
 
-/// The organ-pipe arrangement (Bondhu §5.7): the busiest user (highest degree) in the middle,
+/// The organ-pipe arrangement (Bondhu thesis §5.8): the busiest user (highest degree) in the middle,
 /// the next ones alternately right and left of it, so that the access frequency falls off
 /// symmetrically from the centre, which minimises expected seek distance for independent
 /// accesses.

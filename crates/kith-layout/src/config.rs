@@ -24,7 +24,7 @@ pub enum Method {
     Random,
     /// Descending degree.
     Degree,
-    /// Organ-pipe: highest degree in the middle, alternating sides (Bondhu §5.7).
+    /// Organ-pipe: highest degree in the middle, alternating sides (Bondhu thesis §5.8).
     OrganPipe,
     /// Breadth-first from the highest-degree vertex.
     Bfs,

@@ -32,6 +32,8 @@ fn the_quick_reproduction_runs_every_step_and_fills_the_table() {
         "bondhu-datasize/bondhu-datasize.png",
         "bondhu-datasize-warm/bondhu-datasize-warm.csv",
         "bondhu-partial/bondhu-partial.png",
+        "bondhu-communities-time/bondhu-datasize.csv",
+        "bondhu-organ-pipe/bondhu-datasize-pages.png",
         "lfgraph-comm-slashdot/comm-overhead.png",
         "lfgraph-comm-wiki-vote/comm-balance.png",
         "lfgraph-distributed/distributed-bytes.png",
@@ -63,7 +65,8 @@ fn the_quick_reproduction_runs_every_step_and_fills_the_table() {
     // The worked example reaches the optimum, 13, against the paper's layout's 20.
     assert!(row("worked example").contains("| 13 (kith"), "{table}");
     assert!(row("Twibo Tables 3/4: Peak requests/s, pull").contains("req/s at 2 clients"));
-    assert!(row("Bondhu thesis Fig. 5.6b").contains("Not reproduced yet"), "{table}");
+    assert!(row("LFGraph thesis Fig. 2.4").contains("Not reproduced yet"), "{table}");
+    assert!(row("Bondhu thesis §5.8").contains("organ-pipe") && row("§5.8").contains("parcom"));
     // Commands name the datasets by variable, not by this machine's paths.
     assert!(table.contains("$KITH_DATASETS/email-Eu-core.txt.gz"), "{table}");
 

@@ -26,9 +26,11 @@ pub struct DatasizeArgs {
     /// Where to write CSVs, PNGs and (temporarily) the stores.
     #[arg(long)]
     pub(super) out: PathBuf,
-    /// Layouts to compare; the first is the baseline improvements are measured against.
+    /// Layouts to compare; the first is the baseline improvements are measured against. A
+    /// method may name its parameter: `parcom@K` (K METIS parts, else --communities),
+    /// `modcom@L` (Louvain level L, 0 = finest, else the coarsest).
     #[arg(long, value_delimiter = ',', default_value = "default,parcom,kith")]
-    methods: Vec<Method>,
+    methods: Vec<Variant>,
     /// Data block sizes in bytes (with --partial: bytes fetched per friend).
     #[arg(long, value_delimiter = ',', default_value = "4,40,400,4096,40960,409600")]
     sizes: Vec<u64>,
@@ -59,9 +61,73 @@ pub struct DatasizeArgs {
     keep_stores: bool,
 }
 
+/// A layout method with its parameter, as `--methods` names it: `parcom@64`, `modcom@0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Variant {
+    method: Method,
+    communities: Option<usize>,
+    level: Option<usize>,
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Variant, String> {
+        let (name, param) = match s.split_once('@') {
+            Some((n, p)) => (n, Some(p)),
+            None => (s, None),
+        };
+        let method: Method = name.parse().map_err(|e: kith_layout::Error| e.to_string())?;
+        let mut v = Variant { method, communities: None, level: None };
+        let Some(param) = param else { return Ok(v) };
+        let number = |what: &str| {
+            param.parse::<usize>().map_err(|_| format!("{s:?}: {what} must be a whole number"))
+        };
+        match method {
+            Method::Parcom => {
+                let k = number("the number of communities")?;
+                if k < 2 {
+                    return Err(format!("{s:?}: parcom needs at least 2 communities"));
+                }
+                v.communities = Some(k);
+            }
+            Method::Modcom => v.level = Some(number("the Louvain level")?),
+            _ => return Err(format!("{s:?}: only parcom@K and modcom@L take a parameter")),
+        }
+        Ok(v)
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.method)?;
+        if let Some(k) = self.communities {
+            write!(f, "@{k}")?;
+        }
+        if let Some(l) = self.level {
+            write!(f, "@{l}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Variant {
+    /// The layout configuration of this variant.
+    fn config(&self, args: &DatasizeArgs) -> LayoutConfig {
+        LayoutConfig {
+            method: self.method,
+            communities: self.communities.unwrap_or(args.communities),
+            level: self.level,
+            seed: args.seed,
+            progress: true,
+            ..LayoutConfig::default()
+        }
+    }
+}
+
 struct Cell {
     size: u64,
-    method: Method,
+    method: Variant,
     modelled_pages: f64,
     /// The layout model's read requests for the friends' data (runs of adjacent blocks).
     modelled_data_requests: f64,
@@ -119,24 +185,18 @@ pub(super) fn run(args: DatasizeArgs) -> Result<()> {
     let mut cells: Vec<Cell> = Vec::new();
     // Layouts are computed once per method, except kith's, which packs pages for a record
     // size and so is computed per size (with --partial: for the mean block).
-    let mut fixed: Vec<(Method, Layout)> = Vec::new();
+    let mut fixed: Vec<(Variant, Layout)> = Vec::new();
     for (i, &size) in args.sizes.iter().enumerate() {
         // Every method's store of this size, then one measurement over all of them with
         // the users interleaved, so that drift in the device's speed hits every layout alike.
-        let mut built: Vec<(Method, PathBuf, f64, f64)> = Vec::new();
+        let mut built: Vec<(Variant, PathBuf, f64, f64)> = Vec::new();
         for &method in &args.methods {
             let record = match partial_spec {
                 Some(spec) => spec.mean().round() as u64,
                 None => size,
             };
             let config = kith_store::paged_config(
-                LayoutConfig {
-                    method,
-                    communities: args.communities,
-                    seed: args.seed,
-                    progress: true,
-                    ..LayoutConfig::default()
-                },
+                method.config(&args),
                 record.max(1),
                 kith_store::DEFAULT_CHUNK_BYTES,
             );
@@ -144,7 +204,7 @@ pub(super) fn run(args: DatasizeArgs) -> Result<()> {
                 Some((_, l)) => l.clone(),
                 None => {
                     let l = compute(&graph, &config)?.layout;
-                    if method != Method::Kith || partial_spec.is_some() {
+                    if method.method != Method::Kith || partial_spec.is_some() {
                         fixed.push((method, l.clone()));
                     }
                     l
@@ -316,13 +376,8 @@ fn scatter_per_user(args: &DatasizeArgs, graph: &Graph, name: &str, cells: &[Cel
         return Ok(());
     };
     let weights = edge_weights(graph, WeightModel::Uniform)?;
-    let config = |m| LayoutConfig {
-        method: m,
-        communities: args.communities,
-        record_bytes: size,
-        seed: args.seed,
-        ..LayoutConfig::default()
-    };
+    let config =
+        |m: Variant| LayoutConfig { record_bytes: size, progress: false, ..m.config(args) };
     let base_costs =
         per_user_costs(graph, &compute(graph, &config(args.methods[0]))?.layout, &weights);
     let mut series = Vec::new();
@@ -389,4 +444,22 @@ fn block_access(args: &DatasizeArgs, name: &str, cells: &[Cell]) -> Result<()> {
         },
         &series,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_name_their_parameter_and_refuse_others() {
+        for text in ["parcom@64", "modcom@0", "organ-pipe", "kith", "default"] {
+            let v: Variant = text.parse().unwrap();
+            assert_eq!(v.to_string(), text);
+        }
+        let v: Variant = "parcom@8".parse().unwrap();
+        assert_eq!((v.method, v.communities, v.level), (Method::Parcom, Some(8), None));
+        for bad in ["parcom@1", "parcom@x", "kith@3", "modcom@-1", "nope"] {
+            assert!(bad.parse::<Variant>().is_err(), "{bad}");
+        }
+    }
 }
