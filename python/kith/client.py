@@ -72,6 +72,10 @@ class Unprocessable(ApiError):
     another request, a request too expensive to answer)."""
 
 
+class RangeNotSatisfiable(ApiError):
+    """416: a byte range outside the data block."""
+
+
 class ServerError(ApiError):
     """500 and other 5xx answers not worth retrying."""
 
@@ -86,7 +90,8 @@ class TransportError(ConnectionError):
 
 
 _BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
-              409: Conflict, 413: PayloadTooLarge, 422: Unprocessable, 503: Unavailable}
+              409: Conflict, 413: PayloadTooLarge, 416: RangeNotSatisfiable,
+              422: Unprocessable, 503: Unavailable}
 _RETRY_STATUS = {502, 503, 504}
 # A body whose sending failed is not sent again past this size: the server most likely
 # refused it for its size and closed, and would do so again.
@@ -154,6 +159,43 @@ class Client:
     def put_profile(self, uid: int, profile: Mapping[str, Any]) -> dict:
         """Replaces the profile (``name``, ``age``, ``fields``) of an existing user."""
         return self._call("PUT", f"/users/{_uid(uid)}/profile", dict(profile))
+
+    def exists(self, uid: int) -> bool:
+        """Whether user ``uid`` exists (Parker's ``exists``)."""
+        return bool(self._call("GET", f"/users/{_uid(uid)}/exists")["exists"])
+
+    def get_data(self, uid: int, start: Optional[int] = None, end: Optional[int] = None) -> bytes:
+        """The user's data block, or its bytes ``start:end`` (as a slice: ``end`` excluded,
+        either may be omitted), read with an HTTP byte range. A range past the block's end
+        raises :class:`RangeNotSatisfiable`."""
+        for name, v in (("start", start), ("end", end)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"{name} must be a non-negative int, not {v!r}")
+        if start is None and end is None:
+            return self._call("GET", f"/users/{_uid(uid)}/data", raw="bytes")
+        first = start or 0
+        if end is not None and end <= first:
+            return b""
+        spec = f"bytes={first}-" + ("" if end is None else str(end - 1))
+        return self._call("GET", f"/users/{_uid(uid)}/data", raw="bytes",
+                          extra_headers={"Range": spec})
+
+    def put_data(self, uid: int, data: bytes) -> dict:
+        """Replaces the user's data block (at most 4 MiB) with ``data``; durable when it
+        returns. Returns ``{"uid", "data_bytes"}``."""
+        return self._call("PUT", f"/users/{_uid(uid)}/data", octets=bytes(data))
+
+    def friends_data(self, uid: int, fetch_bytes: Optional[int] = None,
+                     offset: Optional[int] = None, limit: Optional[int] = None) -> dict:
+        """Bondhu's "list all friends' data": a page of the user's friends in the store's
+        layout order, each with the first ``fetch_bytes`` (default 4096) of its data block.
+        Returns ``{"uid", "friends": [{"uid", "data": bytes}], "total", "offset",
+        "fetch_bytes"}``."""
+        page = self._call("GET", f"/users/{_uid(uid)}/friends/data",
+                          query={"fetch_bytes": fetch_bytes, "offset": offset, "limit": limit})
+        page["friends"] = [{"uid": f["uid"], "data": base64.b64decode(f["data_base64"])}
+                           for f in page["friends"]]
+        return page
 
     def list_users(self, cursor: Optional[str] = None, limit: Optional[int] = None) -> dict:
         """One page of users in layout order, with ``next_cursor`` for the next."""
@@ -285,7 +327,9 @@ class Client:
         return conn
 
     def _call(self, method: str, path: str, body: Any = None,
-              query: Optional[Mapping[str, Any]] = None, raw: bool = False) -> Any:
+              query: Optional[Mapping[str, Any]] = None, raw: Any = False,
+              octets: Optional[bytes] = None,
+              extra_headers: Optional[Mapping[str, str]] = None) -> Any:
         if query:
             q = {k: ("true" if v is True else "false" if v is False else v)
                  for k, v in query.items() if v is not None}
@@ -296,6 +340,11 @@ class Client:
         if body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        if octets is not None:
+            payload = bytes(octets)
+            headers["Content-Type"] = "application/octet-stream"
+        if extra_headers:
+            headers.update(extra_headers)
         if self._token is not None:
             headers["Authorization"] = f"Bearer {self._token}"
         if method in ("POST", "DELETE"):
@@ -341,6 +390,8 @@ class Client:
                 attempt += 1
                 continue
             if 200 <= status < 300:
+                if raw == "bytes":
+                    return data
                 if raw:
                     return data.decode("utf-8", "replace")
                 return json.loads(data) if data else None
@@ -392,6 +443,10 @@ OPERATIONS = {
     "put_user": Client.put_user,
     "get_profile": Client.get_profile,
     "put_profile": Client.put_profile,
+    "exists": Client.exists,
+    "get_data": Client.get_data,
+    "put_data": Client.put_data,
+    "friends_data": Client.friends_data,
     "list_users": Client.list_users,
     "random_users": Client.random_users,
     "get_friends": Client.get_friends,

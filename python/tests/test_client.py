@@ -232,3 +232,26 @@ def test_connections_are_reused(server):
         assert proxy.connections == 1
     finally:
         proxy.close()
+
+
+def test_data_blocks_by_range_exists_and_friends_data(client, graph):
+    assert client.exists(0) and not client.exists(10**9)
+    block = bytes(range(50))
+    assert client.put_data(3, block) == {"uid": 3, "data_bytes": 50}
+    assert client.get_data(3) == block
+    assert client.get_data(3, 10, 20) == block[10:20]
+    assert client.get_data(3, 45) == block[45:]
+    assert client.get_data(3, end=5) == block[:5]
+    assert client.get_data(3, 5, 5) == b""
+    with pytest.raises(kith.RangeNotSatisfiable):
+        client.get_data(3, 50)
+    with pytest.raises(ValueError):
+        client.get_data(3, -1)
+    # "List all friends' data": every friend of user 0 once (as the store has them now:
+    # earlier tests add friendships), each with its block's start.
+    friends = client.get_friends(0, limit=1000)
+    page = client.friends_data(0, fetch_bytes=3, limit=1000)
+    assert page["total"] == friends["total"] >= graph.degree(0)
+    assert sorted(f["uid"] for f in page["friends"]) == friends["friends"]
+    for f in page["friends"][:20]:
+        assert f["data"] == client.get_data(f["uid"], 0, 3)

@@ -513,6 +513,7 @@ fn render(ctx: &Ctx, records: &[StepRecord], rows: &[ResultRow]) -> String {
          datasets (SNAP, KONECT).\n\n",
         m.cpu, m.cores, m.memory_gib
     ));
+    out.push_str(PAPERS);
     out.push_str("| result | paper | kith | step | difference |\n|---|---|---|---|---|\n");
     for row in rows {
         let record = row.step.and_then(|s| records.iter().find(|r| r.name == s));
@@ -584,6 +585,22 @@ fn render(ctx: &Ctx, records: &[StepRecord], rows: &[ResultRow]) -> String {
     }
     out
 }
+
+/// The seed papers, and which of their texts kith's numbers were read from.
+const PAPERS: &str = "## The papers\n\n\
+- **Bondhu**: I. Hoque, I. Gupta, \"Disk Layout Techniques for Online Social Network Data\", \
+  IEEE Internet Computing 16(3), 2012, and Hoque's PhD thesis (UIUC). Only the abstract was at \
+  hand: its \"as much as 48 %\" is quoted; the thesis's section and figure numbers come from \
+  kith's issues and are not checked.\n\
+- **LFGraph**: I. Hoque, I. Gupta, \"LFGraph: Simple and Fast Distributed Graph Analytics\", \
+  TRIOS 2013, and the thesis. Abstract only (1-5× faster ignoring partitioning time).\n\
+- **Parker**: J. Kupferman, K. Kiefer, \"Parker: Storing the Social Graph\", UC Santa Barbara. \
+  Abstract only; its Table 1 figures are as kith's docs quote them, not re-checked.\n\
+- **Twibo**: the report `final_report.pdf` in github.com/distsys-twibo/twibo, read in full: its \
+  Tables 2-5 are quoted from it, and its load driver's settings from the same repository.\n\
+- **MapReduce study**: M. Bakratsas, D. Katsaros, P. Basaras, L. Tassiulas, \"Hadoop MapReduce \
+  Performance on SSDs for Analyzing Social Networks\", Big Data Research 11, 2018. Abstract \
+  and talk slides only: no job times to quote.\n\n";
 
 /// Text safe inside a Markdown table cell.
 fn cellsafe(s: &str) -> String {

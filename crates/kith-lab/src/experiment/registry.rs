@@ -414,6 +414,32 @@ fn unmeasured(_: &Path) -> Result<Measured> {
     bail!("not reproduced yet")
 }
 
+/// Twibo's peaks (Table 3): configuration, the result, Twibo's requests/s.
+const TWIBO_PEAKS: [(&str, &str, &str, f64); 4] = [
+    ("pull", "Peak requests/s, pull", "333 req/s", 333.0),
+    ("push", "Peak requests/s, push", "964 req/s", 964.0),
+    ("push+aside", "Peak requests/s, push + cache-aside", "2,565 req/s", 2565.0),
+    ("push+write-back", "Peak requests/s, push + write-back", "3,206 req/s", 3206.0),
+];
+
+/// The row of Twibo's `i`-th peak.
+fn twibo_peak_row(i: usize) -> ResultRow {
+    fn at<const I: usize>(d: &Path) -> Result<Measured> {
+        twibo_peak(d, TWIBO_PEAKS[I].0)
+    }
+    const MEASURE: [fn(&Path) -> Result<Measured>; 4] = [at::<0>, at::<1>, at::<2>, at::<3>];
+    let (_, result, text, value) = TWIBO_PEAKS[i];
+    ResultRow {
+        paper_ref: "Twibo Tables 3/4",
+        result,
+        paper: Paper::Quoted { text, value: Some(value), source: TWIBO_SOURCE },
+        step: Some("twibo"),
+        measure: MEASURE[i],
+        noise: 0.1,
+        note: TWIBO_NOTE,
+    }
+}
+
 /// Twibo's peak of a configuration, in-process, from `twibo-peaks.csv`.
 fn twibo_peak(dir: &Path, config: &str) -> Result<Measured> {
     let filter = [("backend", "in-process"), ("config", config)];
@@ -719,42 +745,10 @@ pub(super) fn results() -> Vec<ResultRow> {
             "Job times against sort factor, buffer, parallel copies and spill percent",
         ),
         missing("MapReduce study", "HDD against SSD, measured on this machine's media"),
-        ResultRow {
-            paper_ref: "Twibo Tables 3/4",
-            result: "Peak requests/s, pull",
-            paper: Paper::Quoted { text: "333 req/s", value: Some(333.0), source: TWIBO_SOURCE },
-            step: Some("twibo"),
-            measure: |d| twibo_peak(d, "pull"),
-            noise: 0.1,
-            note: TWIBO_NOTE,
-        },
-        ResultRow {
-            paper_ref: "Twibo Tables 3/4",
-            result: "Peak requests/s, push",
-            paper: Paper::Quoted { text: "964 req/s", value: Some(964.0), source: TWIBO_SOURCE },
-            step: Some("twibo"),
-            measure: |d| twibo_peak(d, "push"),
-            noise: 0.1,
-            note: TWIBO_NOTE,
-        },
-        ResultRow {
-            paper_ref: "Twibo Tables 3/4",
-            result: "Peak requests/s, push + cache-aside",
-            paper: Paper::Quoted { text: "2,565 req/s", value: Some(2565.0), source: TWIBO_SOURCE },
-            step: Some("twibo"),
-            measure: |d| twibo_peak(d, "push+aside"),
-            noise: 0.1,
-            note: TWIBO_NOTE,
-        },
-        ResultRow {
-            paper_ref: "Twibo Tables 3/4",
-            result: "Peak requests/s, push + write-back",
-            paper: Paper::Quoted { text: "3,206 req/s", value: Some(3206.0), source: TWIBO_SOURCE },
-            step: Some("twibo"),
-            measure: |d| twibo_peak(d, "push+write-back"),
-            noise: 0.1,
-            note: TWIBO_NOTE,
-        },
+        twibo_peak_row(0),
+        twibo_peak_row(1),
+        twibo_peak_row(2),
+        twibo_peak_row(3),
         ResultRow {
             paper_ref: "Twibo Table 4",
             result: "Feed (retrieve) p95 at 64 clients, push + write-back",
