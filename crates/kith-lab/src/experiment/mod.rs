@@ -10,8 +10,10 @@ mod bondhu;
 mod parker;
 mod parker_cluster;
 mod registry;
+mod results;
 mod service;
 mod store;
+mod table;
 mod twibo;
 
 use std::path::{Path, PathBuf};
@@ -141,23 +143,7 @@ fn written(name: &str, out: &Path, since: SystemTime) -> Result<serde_json::Valu
     let mut tables = serde_json::Map::new();
     let mut documents = serde_json::Map::new();
     let mut figures = Vec::new();
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut dirs = vec![out.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
-        {
-            let entry = entry?;
-            let meta = entry.metadata()?;
-            if meta.is_dir() {
-                dirs.push(entry.path());
-            } else if meta.modified().is_ok_and(|m| m >= since) {
-                files.push(entry.path());
-            }
-        }
-    }
-    files.sort();
-    for path in files {
+    for path in files_since(out, since)? {
         let key = path.strip_prefix(out).unwrap_or(&path).display().to_string();
         match path.extension().and_then(|e| e.to_str()) {
             Some("csv") => {
@@ -181,6 +167,27 @@ fn written(name: &str, out: &Path, since: SystemTime) -> Result<serde_json::Valu
         "documents": documents,
         "figures": figures,
     }))
+}
+
+/// The files under `dir`, at any depth, modified at or after `since`, sorted.
+fn files_since(dir: &Path, since: SystemTime) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
+        {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if meta.modified().is_ok_and(|m| m >= since) {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// A CSV table as an array of objects keyed by its header; fields that parse as numbers are
