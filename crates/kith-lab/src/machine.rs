@@ -87,6 +87,10 @@ pub fn git_commit() -> Option<String> {
 pub(crate) struct ChildRun {
     pub seconds: f64,
     pub peak_rss_mb: f64,
+    /// When the child launched a local cluster (`--processes P`): each process's peak, in
+    /// process order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub process_peak_rss_mb: Vec<f64>,
     /// What the child printed on stdout.
     #[serde(skip)]
     pub stdout: String,
@@ -98,20 +102,31 @@ pub(crate) struct ChildRun {
 /// The peak has to come from the child itself: `ru_maxrss` from `wait4` also counts the
 /// parent's memory, because the kernel records the high-water mark of the address space the
 /// child had before `exec`, which a `vfork`-style spawn shares with the parent.
-const PEAK_RSS_ENV: &str = "KITH_PEAK_RSS_OUT";
+pub const PEAK_RSS_ENV: &str = "KITH_PEAK_RSS_OUT";
 
 /// Called by `main` on the way out: writes this process's peak resident memory (`VmHWM`) where
 /// `KITH_PEAK_RSS_OUT` says, if it is set.
 pub fn report_peak_rss() {
     let Some(path) = std::env::var_os(PEAK_RSS_ENV) else { return };
+    // Best effort: a benchmark that cannot read the file reports the failure itself.
+    let _ = std::fs::write(path, peak_rss_kib().to_string());
+}
+
+/// This process's peak resident memory (`VmHWM`), in KiB; 0 if `/proc` does not say.
+pub fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = status
+    status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or("0");
-    // Best effort: a benchmark that cannot read the file reports the failure itself.
-    let _ = std::fs::write(path, kib);
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Where process `i` of a local cluster reports its peak when the launcher's is `path`.
+pub fn process_peak_path(path: &std::ffi::OsStr, i: usize) -> std::ffi::OsString {
+    let mut p = path.to_os_string();
+    p.push(format!(".{i}"));
+    p
 }
 
 /// Runs this executable with `args` and returns its wall time and peak memory. Fails if the
@@ -139,7 +154,15 @@ pub(crate) fn run_self(args: &[&str]) -> Result<ChildRun> {
         .parse()
         .context("the child did not report its peak memory")?;
     let stdout = std::fs::read_to_string(stdout.path())?;
-    Ok(ChildRun { seconds, peak_rss_mb: kib / 1024.0, stdout })
+    let mut process_peak_rss_mb = Vec::new();
+    for i in 0.. {
+        let path = PathBuf::from(process_peak_path(peak.path().as_os_str(), i));
+        let Ok(text) = std::fs::read_to_string(&path) else { break };
+        let _ = std::fs::remove_file(&path);
+        let kib: f64 = text.trim().parse().with_context(|| format!("process {i}'s peak"))?;
+        process_peak_rss_mb.push(kib / 1024.0);
+    }
+    Ok(ChildRun { seconds, peak_rss_mb: kib / 1024.0, process_peak_rss_mb, stdout })
 }
 
 /// The datasets directory: `$KITH_DATASETS`, else `shared/datasets` beside the checkout.

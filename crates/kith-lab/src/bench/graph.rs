@@ -215,7 +215,12 @@ fn median_child(repeat: usize, args: &[&str]) -> Result<ChildRun> {
     let runs = (0..repeat).map(|_| run_self(args)).collect::<Result<Vec<_>>>()?;
     let mut seconds: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
     let peak = runs.iter().map(|r| r.peak_rss_mb).fold(0.0, f64::max);
-    Ok(ChildRun { seconds: median(&mut seconds), peak_rss_mb: peak, stdout: String::new() })
+    Ok(ChildRun {
+        seconds: median(&mut seconds),
+        peak_rss_mb: peak,
+        process_peak_rss_mb: Vec::new(),
+        stdout: String::new(),
+    })
 }
 
 /// Loads `repeat` times in this process: the median time and the last graph.

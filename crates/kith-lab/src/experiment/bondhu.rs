@@ -59,7 +59,7 @@ impl ExperimentArgs {
     }
 }
 
-fn progress(len: usize, what: &str) -> ProgressBar {
+pub(super) fn progress(len: usize, what: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
@@ -70,7 +70,7 @@ fn progress(len: usize, what: &str) -> ProgressBar {
     bar
 }
 
-fn write_csv(path: &Path, text: &str) -> Result<()> {
+pub(super) fn write_csv(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 

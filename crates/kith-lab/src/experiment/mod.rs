@@ -7,6 +7,7 @@
 
 mod all;
 mod bondhu;
+mod lfgraph;
 mod parker;
 mod parker_cluster;
 mod registry;
@@ -51,6 +52,14 @@ pub enum ExperimentCommand {
     /// the same graph under different layouts, cold or warm, whole or partial blocks
     /// (Bondhu Figs. 3-8).
     BondhuDatasize(store::DatasizeArgs),
+    /// Computation imbalance of hash placement over 2…256 servers on directed graphs with
+    /// Zipf in-degrees, α = 1.7…2.1, with the communication model beside it (LFGraph thesis
+    /// Fig. 2.4).
+    LfgraphBalance(lfgraph::BalanceArgs),
+    /// SSSP on Pregel's log-normal graphs at doubling sizes, up to what this machine holds:
+    /// time and peak memory per vertex, on one process and on a local cluster (LFGraph thesis
+    /// Fig. 4.13).
+    LfgraphSssp(lfgraph::SsspArgs),
     /// Twibo's workload (a SONETOR trace over a follow graph) against pull, push, push +
     /// cache-aside, push + write-back and hybrid feeds, in-process and on Redis, swept over
     /// client counts (Twibo Tables 3 and 4).
@@ -97,6 +106,8 @@ fn run_command(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::BondhuModels(a) => bondhu::models(&a),
         ExperimentCommand::BondhuEvolution(a) => bondhu::evolution(&a),
         ExperimentCommand::BondhuDatasize(a) => store::run(a),
+        ExperimentCommand::LfgraphBalance(a) => lfgraph::balance(&a),
+        ExperimentCommand::LfgraphSssp(a) => lfgraph::sssp(&a),
         ExperimentCommand::Twibo(a) => twibo::twibo(a),
         ExperimentCommand::TwiboCache(a) => twibo::twibo_cache(a),
         ExperimentCommand::ParkerLatency(a) => parker::run(a),
@@ -113,6 +124,8 @@ impl ExperimentCommand {
             ExperimentCommand::BondhuModels(_) => "bondhu-models",
             ExperimentCommand::BondhuEvolution(_) => "bondhu-evolution",
             ExperimentCommand::BondhuDatasize(_) => "bondhu-datasize",
+            ExperimentCommand::LfgraphBalance(_) => "lfgraph-balance",
+            ExperimentCommand::LfgraphSssp(_) => "lfgraph-sssp",
             ExperimentCommand::Twibo(_) => "twibo",
             ExperimentCommand::TwiboCache(_) => "twibo-cache",
             ExperimentCommand::ParkerLatency(_) => "parker-latency",
@@ -128,6 +141,8 @@ impl ExperimentCommand {
             | ExperimentCommand::BondhuModels(a)
             | ExperimentCommand::BondhuEvolution(a) => &a.out,
             ExperimentCommand::BondhuDatasize(a) => &a.out,
+            ExperimentCommand::LfgraphBalance(a) => &a.out,
+            ExperimentCommand::LfgraphSssp(a) => &a.out,
             ExperimentCommand::Twibo(a)
             | ExperimentCommand::TwiboCache(a)
             | ExperimentCommand::ParkerLatency(a) => &a.out,

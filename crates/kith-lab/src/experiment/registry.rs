@@ -211,6 +211,44 @@ pub(super) fn steps() -> Vec<Step> {
             estimate_s: (5.0, 3.0),
         },
         Step {
+            name: "lfgraph-balance",
+            reproduces: "LFGraph thesis Fig. 2.4 (imbalance on Zipf graphs, α 1.7-2.1)",
+            argv: |c, s| {
+                let mut v = args(&["experiment", "lfgraph-balance", "--out", &c.dir(s)]);
+                if c.quick {
+                    v.extend(args(&["--vertices", "20000"]));
+                    v.extend(["--graphs".to_owned(), c.data("wiki-Vote.txt.gz")]);
+                } else {
+                    let real =
+                        ["wiki-Vote.txt.gz", "soc-Slashdot0902.txt.gz", "out.ego-twitter.gz"];
+                    let real: Vec<String> = real.iter().map(|f| c.data(f)).collect();
+                    v.extend(["--graphs".to_owned(), real.join(",")]);
+                }
+                v
+            },
+            datasets: |c| {
+                if c.quick {
+                    vec!["wiki-Vote.txt.gz"]
+                } else {
+                    vec!["wiki-Vote.txt.gz", "soc-Slashdot0902.txt.gz", "out.ego-twitter.gz"]
+                }
+            },
+            estimate_s: (30.0, 3.0),
+        },
+        Step {
+            name: "lfgraph-sssp",
+            reproduces: "LFGraph thesis Fig. 4.13 (SSSP on log-normal graphs)",
+            argv: |c, s| {
+                let mut v = args(&["experiment", "lfgraph-sssp", "--out", &c.dir(s)]);
+                if c.quick {
+                    v.extend(args(&["--sizes", "5000,10000"]));
+                }
+                v
+            },
+            datasets: |_| vec![],
+            estimate_s: (600.0, 4.0),
+        },
+        Step {
             name: "lfgraph-distributed",
             reproduces: "LFGraph: fetch-once against per-edge exchange, COST",
             argv: |c, s| {

@@ -349,7 +349,29 @@ pub(super) fn results() -> Vec<ResultRow> {
             noise: 0.0,
             note: "",
         },
-        missing("LFGraph thesis Fig. 2.4", "Computation imbalance on power-law graphs, α 1.7-2.1"),
+        ResultRow {
+            paper_ref: "LFGraph thesis Fig. 2.4",
+            result: "Busiest server's in-links over the mean under hash placement on Zipf \
+                     in-degree graphs, α 1.7 and 2.1, 2 and 256 servers",
+            paper: Paper::NotQuoted,
+            step: Some("lfgraph-balance"),
+            measure: |d| {
+                let at = |alpha: &str, servers: &str| {
+                    let name = format!("zipf-{alpha}");
+                    let filter = [("graph", name.as_str()), ("servers", servers)];
+                    cell(d, "lfgraph-balance.csv", &filter, "compute_max_over_mean")
+                };
+                let (a2, a256) = (at("1.7", "2")?, at("1.7", "256")?);
+                let (b2, b256) = (at("2.1", "2")?, at("2.1", "256")?);
+                text(format!(
+                    "α 1.7: {a2:.2} (2 servers) to {a256:.1} (256); α 2.1: {b2:.2} to {b256:.1}"
+                ))
+            },
+            noise: 0.0,
+            note: "1 M vertices per graph (PowerGraph's synthetic graphs had 10 M; α 1.7 at 10 M \
+                   is about 2 billion edges, beyond this machine's memory). A vertex's in-degree \
+                   can reach n − 1, so at high α one celebrity holds most of a server's work.",
+        },
         ResultRow {
             paper_ref: "LFGraph",
             result: "Bytes between workers, per-edge over fetch-once (soc-Slashdot0902, 2 workers)",
@@ -372,10 +394,32 @@ pub(super) fn results() -> Vec<ResultRow> {
             noise: 0.0,
             note: "",
         },
-        missing(
-            "LFGraph thesis Fig. 4.13",
-            "SSSP on a log-normal graph: largest size, memory per vertex",
-        ),
+        ResultRow {
+            paper_ref: "LFGraph thesis Fig. 4.13",
+            result: "SSSP on Pregel's log-normal graphs (μ 4, σ 1.3): the largest size this \
+                     machine holds, its time and memory per vertex",
+            paper: Paper::NotQuoted,
+            step: Some("lfgraph-sssp"),
+            measure: |d| {
+                let rows = csv_table(&d.join("lfgraph-sssp.csv"))?;
+                let last = rows.last().context("lfgraph-sssp.csv has no rows")?;
+                let get = |k: &str| last.get(k).map_or("?", |s| s.as_str()).to_owned();
+                let per_process = get("dist_bytes_per_vertex_per_process");
+                text(format!(
+                    "{} vertices, {} edges: {} s on 1 process, {} B/vertex at peak; {} s on {} \
+                     processes, {per_process} B/vertex per process",
+                    get("vertices"),
+                    get("edges"),
+                    get("sssp_s"),
+                    get("bytes_per_vertex"),
+                    get("dist_sssp_s"),
+                    get("processes")
+                ))
+            },
+            noise: 0.0,
+            note: "Hop distances (unit weights). Every process of the local cluster loads the \
+                   whole graph, so memory per process does not fall with more processes.",
+        },
         missing("LFGraph", "Memory per worker with a partitioned loader"),
         ResultRow {
             paper_ref: "MapReduce study",

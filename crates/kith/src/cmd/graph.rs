@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use kith_graph::generate::{BaConfig, LfrConfig, RmatConfig};
+use kith_graph::generate::{BaConfig, LfrConfig, LogNormalConfig, RmatConfig, ZipfConfig};
 use kith_graph::{Graph, VertexId};
 use kith_lab::cli::{GraphInput, stats_table};
 use serde::Serialize;
@@ -115,6 +115,11 @@ pub(crate) enum Model {
     Rmat,
     /// Barabási–Albert preferential attachment.
     Ba,
+    /// Directed, in-degrees from Zipf(--alpha), out-degrees even (PowerGraph's synthetic
+    /// graphs; the LFGraph thesis's imbalance figure).
+    Zipf,
+    /// Directed, out-degrees from a log-normal law, targets uniform (Pregel's SSSP graphs).
+    Lognormal,
 }
 
 #[derive(Debug, Args)]
@@ -149,6 +154,15 @@ pub(crate) struct GenerateArgs {
     /// R-MAT: keep edge direction.
     #[arg(long)]
     directed: bool,
+    /// Zipf: the in-degree exponent α (default 2.0).
+    #[arg(long)]
+    alpha: Option<f64>,
+    /// Log-normal: the mean of ln(out-degree) (default 4, Pregel's).
+    #[arg(long)]
+    lognormal_mu: Option<f64>,
+    /// Log-normal: the standard deviation of ln(out-degree) (default 1.3, Pregel's).
+    #[arg(long)]
+    lognormal_sigma: Option<f64>,
     /// Random seed; the same seed gives the same graph.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -207,6 +221,18 @@ fn generate(args: GenerateArgs) -> Result<()> {
     }
     if args.directed && args.model != Model::Rmat {
         bail!("--directed applies to --model rmat only");
+    }
+    if args.alpha.is_some() && args.model != Model::Zipf {
+        bail!("--alpha applies to --model zipf only");
+    }
+    if (args.lognormal_mu.is_some() || args.lognormal_sigma.is_some())
+        && args.model != Model::Lognormal
+    {
+        bail!("--lognormal-mu and --lognormal-sigma apply to --model lognormal only");
+    }
+    let degree_models = [Model::Lfr, Model::Rmat, Model::Ba];
+    if args.avg_degree.is_some() && !degree_models.contains(&args.model) {
+        bail!("--avg-degree does not apply to --model zipf or lognormal: their laws fix the mean");
     }
     let (report, graph) = generate_graph(&args)?;
     kith_graph::save(&graph, &args.output)?;
@@ -286,6 +312,27 @@ fn generate_graph(args: &GenerateArgs) -> Result<(GenerationReport, Graph)> {
                 progress: true,
             };
             ("ba", kith_graph::generate::barabasi_albert(&config)?, None)
+        }
+        Model::Zipf => {
+            let defaults = ZipfConfig::default();
+            let config = ZipfConfig {
+                nodes: args.nodes,
+                alpha: args.alpha.unwrap_or(defaults.alpha),
+                seed: args.seed,
+                progress: true,
+            };
+            ("zipf", kith_graph::generate::zipf_in_degree(&config)?, None)
+        }
+        Model::Lognormal => {
+            let defaults = LogNormalConfig::default();
+            let config = LogNormalConfig {
+                nodes: args.nodes,
+                mu: args.lognormal_mu.unwrap_or(defaults.mu),
+                sigma: args.lognormal_sigma.unwrap_or(defaults.sigma),
+                seed: args.seed,
+                progress: true,
+            };
+            ("lognormal", kith_graph::generate::lognormal(&config)?, None)
         }
     };
     let report = GenerationReport {

@@ -32,8 +32,18 @@ pub(super) fn launch(processes: usize) -> Result<()> {
     }
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
+    // A measuring parent (`KITH_PEAK_RSS_OUT`) learns every process's peak, not only the
+    // launcher's: process i writes its own beside the launcher's.
+    let peak_out = std::env::var_os(kith_lab::machine::PEAK_RSS_ENV);
     for (i, address) in addresses.iter().enumerate() {
-        let child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        if let Some(path) = &peak_out {
+            command.env(
+                kith_lab::machine::PEAK_RSS_ENV,
+                kith_lab::machine::process_peak_path(path, i),
+            );
+        }
+        let child = command
             .args(&args)
             .arg("--hostfile")
             .arg(&hostfile)
