@@ -50,7 +50,14 @@ fn pagerank(graph: &[String], extra: &[&str], args: &DistributedBenchArgs) -> Re
         argv.extend(["--iterations", &iterations, "--json"]);
         argv.extend_from_slice(extra);
         let run = run_self(&argv)?;
-        let r: Value = serde_json::from_str(&run.stdout).context("kith analyze printed no JSON")?;
+        let mut r: Value =
+            serde_json::from_str(&run.stdout).context("kith analyze printed no JSON")?;
+        // Memory per worker: each process's peak (one entry for a single process).
+        r["peak_rss_mb"] = if run.process_peak_rss_mb.is_empty() {
+            json!([run.peak_rss_mb])
+        } else {
+            json!(run.process_peak_rss_mb)
+        };
         if best.as_ref().is_none_or(|b| r["run_s"].as_f64() < b["run_s"].as_f64()) {
             best = Some(r);
         }
@@ -113,7 +120,7 @@ pub(super) fn run(args: DistributedBenchArgs) -> Result<()> {
                     "max_worker_bytes": r["exchange"]["max_worker_bytes"],
                     "mean_worker_bytes": r["exchange"]["mean_worker_bytes"],
                     "run_s": r["run_s"], "compute_s": r["compute_s"], "exchange_s": r["exchange_s"],
-                    "model": r["model"],
+                    "model": r["model"], "peak_rss_mb": r["peak_rss_mb"],
                 });
             }
             let ratio = row["per-edge"]["bytes"].as_f64().unwrap_or(0.0)
@@ -122,8 +129,8 @@ pub(super) fn run(args: DistributedBenchArgs) -> Result<()> {
             runs.push(row);
             bar.set_message(format!("{name}: 1 process, {w} threads"));
             let r = pagerank(graph, &["--processes", "1", "--threads", &w_text], &args)?;
-            in_process
-                .push(json!({"workers": w, "run_s": r["run_s"], "bytes": r["exchange"]["bytes"]}));
+            in_process.push(json!({"workers": w, "run_s": r["run_s"],
+                "bytes": r["exchange"]["bytes"], "peak_rss_mb": r["peak_rss_mb"]}));
         }
         let cost = |rows: &[Value], key: &dyn Fn(&Value) -> Option<f64>| {
             rows.iter()
@@ -135,7 +142,7 @@ pub(super) fn run(args: DistributedBenchArgs) -> Result<()> {
         graphs.push(json!({
             "name": name,
             "users": single["users"], "edges": single["edges"],
-            "single_thread_run_s": best_single_s,
+            "single_thread_run_s": best_single_s, "single_thread_peak_rss_mb": single["peak_rss_mb"][0],
             "single_thread_edges_per_s": single["edges_per_s"],
             "processes": runs,
             "threads_in_one_process": in_process,
@@ -222,13 +229,21 @@ fn print_summary(report: &Value) {
         );
         for r in g["processes"].as_array().into_iter().flatten() {
             crate::say!(
-                "  {} workers: fetch-once {:.1} MB in {:.3} s, per-edge {:.1} MB in {:.3} s ({:.1}x bytes)",
+                "  {} workers: fetch-once {:.1} MB in {:.3} s, per-edge {:.1} MB in {:.3} s ({:.1}x bytes); \
+                 peak memory per worker {} MB",
                 r["workers"],
                 r["fetch-once"]["bytes"].as_f64().unwrap_or(0.0) / 1e6,
                 r["fetch-once"]["run_s"].as_f64().unwrap_or(0.0),
                 r["per-edge"]["bytes"].as_f64().unwrap_or(0.0) / 1e6,
                 r["per-edge"]["run_s"].as_f64().unwrap_or(0.0),
-                r["per_edge_over_fetch_once_bytes"].as_f64().unwrap_or(0.0)
+                r["per_edge_over_fetch_once_bytes"].as_f64().unwrap_or(0.0),
+                r["fetch-once"]["peak_rss_mb"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| format!("{:.0}", m.as_f64().unwrap_or(0.0)))
+                    .collect::<Vec<_>>()
+                    .join("/")
             );
         }
     }
