@@ -35,7 +35,8 @@ pub use error::{Error, Result};
 pub use kcore::{core_numbers, core_numbers_sequential};
 pub use mr::{
     Emit, Group, Input, JobReport, MrConfig, MrEngine, components_job, mr_components,
-    mr_mutual_friends, mr_triangles, mutual_friends_job, triangles_job,
+    mr_mutual_friends, mr_mutual_friends_3, mr_triangles, mutual_friends_3_job, mutual_friends_job,
+    triangles_job,
 };
 pub use mutual::{
     MutualFriends, mutual_friends, mutual_friends_sequential, people_you_may_know,

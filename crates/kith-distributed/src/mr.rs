@@ -247,8 +247,10 @@ impl MrEngine for TimelyMr<'_> {
 /// A MapReduce job of the study.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MrJob {
-    /// Algorithm 1: common friends of every friendship.
+    /// Algorithm 1: common friends of every friendship, in one round of list intersection.
     MutualFriends,
+    /// Algorithm 1 in the study's three jobs: adjacency lists, triples, common-friend lists.
+    MutualFriends3,
     /// Algorithm 2: components by min-label message passing.
     Components,
     /// Algorithm 3: triangles from triads and edges.
@@ -385,6 +387,8 @@ pub fn run_mr(
             MrJob::MutualFriends => {
                 kith_analytics::mutual_friends_job(&mut engine, &graph).map(MrOutput::MutualFriends)
             }
+            MrJob::MutualFriends3 => kith_analytics::mutual_friends_3_job(&mut engine, &graph)
+                .map(MrOutput::MutualFriends),
             MrJob::Components => {
                 kith_analytics::components_job(&mut engine, &graph).map(MrOutput::Components)
             }

@@ -60,6 +60,93 @@ pub fn mutual_friends_job<E: MrEngine>(engine: &mut E, graph: &InGraph) -> Resul
     Ok(MutualFriends::from_lists(lists))
 }
 
+/// The marker of a friendship among the triples: no user id is `u32::MAX`.
+const FRIENDS: u32 = u32::MAX;
+
+/// Mutual friends in the study's three jobs, from the edge list: **adjacency** (each
+/// friendship, read once from the graph as its edge-list record, is emitted both ways and
+/// grouped into every user's sorted friend list), **triples** (each user `u` emits
+/// `((a, b), u)` for every pair of its friends, and every friendship `((u, v), FRIENDS)`; a
+/// pair's reduce keeps the triples of pairs that are friends) and **lists** (the triples are
+/// grouped into each friendship's sorted list of common friends). The same result as
+/// [`mr_mutual_friends`], with a shuffle of one small record per triple instead of one list
+/// per friendship end.
+///
+/// # Errors
+/// As [`mr_mutual_friends`].
+pub fn mr_mutual_friends_3(
+    graph: &InGraph,
+    config: &MrConfig,
+) -> Result<(MutualFriends, JobReport)> {
+    let mut engine = LocalEngine::new(config)?;
+    let result = mutual_friends_3_job(&mut engine, graph)?;
+    Ok((result, engine.finish()))
+}
+
+/// The three-job form on any [`MrEngine`].
+///
+/// # Errors
+/// The engine's.
+pub fn mutual_friends_3_job<E: MrEngine>(engine: &mut E, graph: &InGraph) -> Result<MutualFriends> {
+    let adjacency = engine.round(
+        "adjacency lists",
+        Input::Graph(graph),
+        |v, friends, shuffle| {
+            // The edge list: each friendship once, from its smaller end.
+            for &u in friends.iter().filter(|&&u| u64::from(u) > v) {
+                shuffle.emit(v, &[u]);
+                shuffle.emit(u64::from(u), &[v as u32]);
+            }
+        },
+        |v, group, out| {
+            let mut list: Vec<u32> = group.values().flatten().copied().collect();
+            list.sort_unstable();
+            out.emit(v, &list);
+        },
+    )?;
+    let triples = engine.round(
+        "friend-pair triples",
+        Input::Records(adjacency),
+        |u, friends, shuffle| {
+            let u = u as u32;
+            for (i, &a) in friends.iter().enumerate() {
+                if u < a {
+                    shuffle.emit(pair(u, a), &[FRIENDS]);
+                }
+                for &b in &friends[i + 1..] {
+                    shuffle.emit(pair(a, b), &[u]);
+                }
+            }
+        },
+        |key, group, out| {
+            if group.values().any(|v| v == [FRIENDS]) {
+                let common: Vec<u32> =
+                    group.values().flatten().copied().filter(|&w| w != FRIENDS).collect();
+                if common.is_empty() {
+                    out.emit(key, &[]);
+                }
+                for w in common {
+                    out.emit(key, &[w]);
+                }
+            }
+        },
+    )?;
+    let lists = engine.round(
+        "common-friend lists",
+        Input::Records(triples),
+        |key, triple, shuffle| shuffle.emit(key, triple),
+        |key, group, out| {
+            let mut common: Vec<u32> = group.values().flatten().copied().collect();
+            common.sort_unstable();
+            out.emit(key, &common);
+        },
+    )?;
+    let mut result = Vec::new();
+    engine.read(lists, |key, value| result.push((unpair(key), value.to_vec())))?;
+    result.sort_unstable_by_key(|l| l.0);
+    Ok(MutualFriends::from_lists(result))
+}
+
 const STATE: u32 = 0;
 const MESSAGE: u32 = 1;
 

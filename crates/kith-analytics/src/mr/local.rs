@@ -1,15 +1,22 @@
 //! The local MapReduce engine, as the complex-network study ran its jobs on one machine:
 //! map into a key-sorted memory buffer that spills sorted runs to disk whenever it outgrows
-//! its budget, merge the runs at most [`MERGE_FACTOR`] at a time (Hadoop's
-//! `io.sort.factor`), and reduce each key's values into the round's output file, the next
-//! round's input. Every file operation goes through the logged device (`io.rs`), so a job
-//! reports per-phase times and its I/O profile.
+//! its budget, merge the runs at most [`MrConfig::sort_factor`] at a time, and reduce each
+//! key's values into the round's output file, the next round's input. Every file operation
+//! goes through the logged device (`io.rs`), so a job reports per-phase times and its I/O
+//! profile.
+//!
+//! The knobs are Hadoop's, with its defaults (`mapred-default.xml`): the buffer
+//! (`io.sort.mb`, 100 MB), the fill at which it spills (`io.sort.spill.percent`, 0.80), the
+//! runs merged at once (`io.sort.factor`, 10) and the map outputs the reduce side copies at
+//! once (`mapred.reduce.parallel.copies`, 5). On one machine there is no copy over the
+//! network: a "copy" here is a run read ahead by its own thread while the merge consumes it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use super::contract::{Emit, Group, Input, MrEngine};
@@ -18,20 +25,70 @@ use super::records::{Output, RecordFile, read_record, write_record};
 use super::report::{JobReport, Phases, RoundReport};
 use crate::error::{Error, Result};
 
-/// Runs merged at once; more runs take extra merge passes.
-pub(crate) const MERGE_FACTOR: usize = 10;
 /// The buffer of every file read or written: one operation per refill or flush.
 const IO_BUFFER: usize = 256 << 10;
 
 /// How a job runs.
 #[derive(Clone, Debug)]
 pub struct MrConfig {
-    /// The shuffle buffer's budget in bytes; over it, the buffer is sorted and spilled.
+    /// The shuffle buffer's budget in bytes (`io.sort.mb`).
     pub memory_bytes: u64,
+    /// The share of the budget at which the buffer is sorted and spilled as a run
+    /// (`io.sort.spill.percent`), in (0, 1]. Hadoop spills in the background while the map
+    /// fills the rest; here the map waits, so a lower share means smaller and more runs.
+    pub spill_percent: f64,
+    /// Runs merged at once (`io.sort.factor`, at least 2); more runs take extra merge passes.
+    pub sort_factor: usize,
+    /// Runs of a merge read ahead at once, each by its own thread
+    /// (`mapred.reduce.parallel.copies`); the others are read by the merging thread, and 0
+    /// reads them all there.
+    pub parallel_copies: usize,
     /// Where spill runs and round outputs go (a fresh subdirectory, removed afterwards).
     pub spill_dir: PathBuf,
     /// Bytes of the input file, counted as one sequential read (0 when not from a file).
     pub input_bytes: u64,
+}
+
+impl Default for MrConfig {
+    /// Hadoop's defaults, spilling to the system's temporary directory.
+    fn default() -> Self {
+        MrConfig {
+            memory_bytes: 100 << 20,
+            spill_percent: 0.80,
+            sort_factor: 10,
+            parallel_copies: 5,
+            spill_dir: std::env::temp_dir(),
+            input_bytes: 0,
+        }
+    }
+}
+
+impl MrConfig {
+    /// Checks the knobs.
+    ///
+    /// # Errors
+    /// A zero buffer, a spill share outside (0, 1], or a sort factor below 2.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::InvalidArgument(what));
+        if self.memory_bytes == 0 {
+            return bad("the shuffle buffer must be at least 1 byte".into());
+        }
+        if !(self.spill_percent > 0.0 && self.spill_percent <= 1.0) {
+            return bad(format!("spill percent {} is not in (0, 1]", self.spill_percent));
+        }
+        if self.sort_factor < 2 {
+            return bad(format!(
+                "sort factor {} merges nothing: it must be at least 2",
+                self.sort_factor
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes the buffer holds before it spills.
+    fn spill_at(&self) -> u64 {
+        ((self.memory_bytes as f64 * self.spill_percent) as u64).max(1)
+    }
 }
 
 /// The map side's sink: a key-sorted buffer that spills.
@@ -55,7 +112,7 @@ impl Emit for Shuffle<'_> {
         self.bytes += 12 + 4 * value.len() as u64;
         let held = 4 * self.arena.len() as u64 + 16 * self.index.len() as u64;
         let over =
-            held > self.engine.config.memory_bytes || self.arena.len() > (u32::MAX >> 1) as usize;
+            held > self.engine.config.spill_at() || self.arena.len() > (u32::MAX >> 1) as usize;
         if over
             && self.error.is_none()
             && let Err(e) = self.spill()
@@ -108,6 +165,7 @@ impl LocalEngine {
     /// # Errors
     /// The spill directory cannot be created or written.
     pub(crate) fn new(config: &MrConfig) -> Result<LocalEngine> {
+        config.validate()?;
         let unwritable = |e: std::io::Error| {
             Error::InvalidArgument(format!(
                 "spill directory {} cannot be written: {e}",
@@ -164,7 +222,7 @@ impl LocalEngine {
 impl MrEngine for LocalEngine {
     type Data = RecordFile;
 
-    /// Map into a buffer that spills sorted runs, merge at most [`MERGE_FACTOR`] runs at a
+    /// Map into a buffer that spills sorted runs, merge at most `sort_factor` runs at a
     /// time, reduce every key into the round's output file.
     fn round(
         &mut self,
@@ -225,8 +283,9 @@ impl MrEngine for LocalEngine {
         let t = Instant::now();
         let mut runs = std::mem::take(&mut shuffle.runs);
         let mut merge_passes = 0u64;
-        while runs.len() > MERGE_FACTOR {
-            let batch: Vec<PathBuf> = runs.drain(..MERGE_FACTOR).collect();
+        let factor = self.config.sort_factor;
+        while runs.len() > factor {
+            let batch: Vec<PathBuf> = runs.drain(..factor).collect();
             let path = self.fresh("merged");
             let mut out = self.create(&path)?;
             self.merge(&batch, |key, group| {
@@ -319,21 +378,43 @@ impl MrEngine for LocalEngine {
 
 impl LocalEngine {
     /// Merges sorted runs, calling `each` once per key with its values in run order; the runs
-    /// are removed afterwards.
+    /// are removed afterwards. The first `parallel_copies` runs are read ahead by their own
+    /// threads.
     fn merge(
         &self,
         runs: &[PathBuf],
         mut each: impl FnMut(u64, &Group) -> Result<()>,
     ) -> Result<()> {
-        let mut readers = Vec::with_capacity(runs.len());
+        std::thread::scope(|scope| {
+            let mut readers: Vec<RunReader> = Vec::with_capacity(runs.len());
+            for (i, path) in runs.iter().enumerate() {
+                let file = self.device.track(File::open(path).map_err(Error::io(path))?);
+                readers.push(if i < self.config.parallel_copies {
+                    RunReader::ahead(scope, file)
+                } else {
+                    RunReader::Here(BufReader::with_capacity(IO_BUFFER, file))
+                });
+            }
+            self.merge_from(runs, &mut readers, &mut each)
+        })?;
+        for path in runs {
+            std::fs::remove_file(path).map_err(Error::io(path))?;
+        }
+        Ok(())
+    }
+
+    fn merge_from(
+        &self,
+        runs: &[PathBuf],
+        readers: &mut [RunReader],
+        each: &mut impl FnMut(u64, &Group) -> Result<()>,
+    ) -> Result<()> {
         let mut heads: Vec<Vec<u32>> = vec![Vec::new(); runs.len()];
         let mut heap = BinaryHeap::new();
-        for (i, path) in runs.iter().enumerate() {
-            let mut reader = self.open(path)?;
-            if let Some(key) = read_record(&mut reader, &mut heads[i]).map_err(Error::io(path))? {
+        for (i, reader) in readers.iter_mut().enumerate() {
+            if let Some(key) = read_record(reader, &mut heads[i]).map_err(Error::io(&runs[i]))? {
                 heap.push(Reverse((key, i)));
             }
-            readers.push(reader);
         }
         let mut group = Group::default();
         while let Some(&Reverse((key, _))) = heap.peek() {
@@ -352,9 +433,71 @@ impl LocalEngine {
             }
             each(key, &group)?;
         }
-        for path in runs {
-            std::fs::remove_file(path).map_err(Error::io(path))?;
-        }
         Ok(())
+    }
+}
+
+/// A run as the merge reads it: buffered on the merging thread, or read ahead in
+/// `IO_BUFFER` chunks by a thread of its own, at most two chunks ahead.
+enum RunReader {
+    Here(BufReader<Tracked>),
+    Ahead { chunks: mpsc::Receiver<std::io::Result<Vec<u8>>>, chunk: Vec<u8>, at: usize },
+}
+
+impl RunReader {
+    fn ahead<'s>(scope: &'s std::thread::Scope<'s, '_>, mut file: Tracked) -> RunReader {
+        let (send, chunks) = mpsc::sync_channel(2);
+        scope.spawn(move || {
+            loop {
+                let mut chunk = vec![0u8; IO_BUFFER];
+                let n = match read_full(&mut file, &mut chunk) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        let _ = send.send(Err(e));
+                        return;
+                    }
+                };
+                chunk.truncate(n);
+                // The merge stopped early (an error) when nobody receives.
+                if n == 0 || send.send(Ok(chunk)).is_err() {
+                    return;
+                }
+            }
+        });
+        RunReader::Ahead { chunks, chunk: Vec::new(), at: 0 }
+    }
+}
+
+/// Fills `buf` unless the file ends first; the bytes read.
+fn read_full(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+impl Read for RunReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            RunReader::Here(r) => r.read(buf),
+            RunReader::Ahead { chunks, chunk, at } => {
+                if *at == chunk.len() {
+                    match chunks.recv() {
+                        Ok(next) => *chunk = next?,
+                        // The reader thread ended: the run is done.
+                        Err(_) => return Ok(0),
+                    }
+                    *at = 0;
+                }
+                let n = buf.len().min(chunk.len() - *at);
+                buf[..n].copy_from_slice(&chunk[*at..*at + n]);
+                *at += n;
+                Ok(n)
+            }
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! MapReduce as the complex-network study ran its jobs on one machine: each round maps
 //! input records to `(key, value)` pairs, shuffles them (sorts by key in a memory buffer,
 //! spilling sorted runs to disk whenever the buffer outgrows its budget), merges the runs
-//! (at most `MERGE_FACTOR` at a time, as Hadoop's `io.sort.factor`), and reduces each key's
+//! (at most `sort_factor` at a time, Hadoop's `io.sort.factor`; the other knobs are Hadoop's too), and reduces each key's
 //! values. A round's output is a file of records, the next round's input. Every file
 //! operation is logged, so a job reports its per-phase times and an I/O profile — and from
 //! the profile, which storage medium suits it.
@@ -24,8 +24,8 @@ mod report;
 
 pub use contract::{Emit, Group, Input, MrEngine};
 pub use jobs::{
-    components_job, mr_components, mr_mutual_friends, mr_triangles, mutual_friends_job,
-    triangles_job,
+    components_job, mr_components, mr_mutual_friends, mr_mutual_friends_3, mr_triangles,
+    mutual_friends_3_job, mutual_friends_job, triangles_job,
 };
 pub use local::MrConfig;
 pub use report::JobReport;

@@ -2,8 +2,8 @@
 
 use kith_graph::Graph;
 
-use super::jobs::{mr_components, mr_mutual_friends, mr_triangles};
-use super::local::{MERGE_FACTOR, MrConfig};
+use super::jobs::{mr_components, mr_mutual_friends, mr_mutual_friends_3, mr_triangles};
+use super::local::MrConfig;
 use crate::cc::components_union_find;
 use crate::engine::InGraph;
 use crate::mutual::mutual_friends;
@@ -32,9 +32,21 @@ fn jobs_equal_the_vertex_programs_in_memory_and_spilled() {
     let dir = tempfile::tempdir().unwrap();
     let g = graph(600, 1500, 5);
     for memory_bytes in [1 << 30, 4096] {
-        let config = MrConfig { memory_bytes, spill_dir: dir.path().into(), input_bytes: 1000 };
+        let config = MrConfig {
+            memory_bytes,
+            spill_dir: dir.path().into(),
+            input_bytes: 1000,
+            ..MrConfig::default()
+        };
         let (mf, report) = mr_mutual_friends(&g, &config).unwrap();
         assert_eq!(mf, mutual_friends(&g).0);
+        let (mf3, three) = mr_mutual_friends_3(&g, &config).unwrap();
+        assert_eq!(mf3, mf);
+        let names: Vec<&str> = three.rounds.iter().map(|r| r.name).collect();
+        assert_eq!(names, ["adjacency lists", "friend-pair triples", "common-friend lists"]);
+        // The triples round shuffles one record per (pair, common friend) and per friendship;
+        // the one-round job one list per friendship end.
+        assert!(three.rounds[1].map_output_records > report.rounds[0].map_output_records);
         let (labels, cc) = mr_components(&g, &config).unwrap();
         assert_eq!(labels, components_union_find(&g));
         assert!(cc.rounds.len() > 2, "{} rounds", cc.rounds.len());
@@ -48,7 +60,7 @@ fn jobs_equal_the_vertex_programs_in_memory_and_spilled() {
         assert!(io.read_bytes >= 1000 && io.written_bytes > 0);
         assert!(io.sequential_bytes <= io.read_bytes + io.written_bytes);
         if memory_bytes == 4096 {
-            assert!(runs > MERGE_FACTOR as u64, "{runs} runs");
+            assert!(runs > config.sort_factor as u64, "{runs} runs");
             assert!(report.rounds[0].merge_passes > 0);
             assert!(io.sequential_fraction() < 0.9, "{io:?}");
             assert!(report.recommendation().starts_with("SSD"), "{}", report.recommendation());
@@ -68,7 +80,44 @@ fn an_unwritable_spill_directory_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-directory");
     std::fs::write(&file, b"x").unwrap();
-    let config = MrConfig { memory_bytes: 1 << 20, spill_dir: file.clone(), input_bytes: 0 };
+    let config = MrConfig { spill_dir: file.clone(), ..MrConfig::default() };
     let err = mr_triangles(&graph(50, 100, 1), &config).unwrap_err().to_string();
     assert!(err.contains("spill directory") && err.contains("not-a-directory"), "{err}");
+}
+
+#[test]
+fn hadoops_knobs_change_the_runs_and_passes_not_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(600, 1500, 9);
+    let want = mutual_friends(&g).0;
+    let base = MrConfig { memory_bytes: 4096, spill_dir: dir.path().into(), ..MrConfig::default() };
+    let run = |config: MrConfig| {
+        let (mf, report) = mr_mutual_friends(&g, &config).unwrap();
+        assert_eq!(mf, want, "{config:?}");
+        (report.rounds[0].spill_runs, report.rounds[0].merge_passes)
+    };
+    // A lower spill share: more, smaller runs.
+    let (runs_full, _) = run(MrConfig { spill_percent: 1.0, ..base.clone() });
+    let (runs_half, _) = run(MrConfig { spill_percent: 0.5, ..base.clone() });
+    assert!(runs_half > runs_full, "{runs_half} runs at 0.5, {runs_full} at 1.0");
+    // A higher sort factor: fewer merge passes.
+    let (_, passes_2) = run(MrConfig { sort_factor: 2, ..base.clone() });
+    let (_, passes_100) = run(MrConfig { sort_factor: 100, ..base.clone() });
+    assert!(passes_2 > passes_100, "{passes_2} passes at factor 2, {passes_100} at 100");
+    // Runs read ahead by their own threads or by the merging thread: the same records.
+    for parallel_copies in [0, 1, 5, 1000] {
+        run(MrConfig { parallel_copies, ..base.clone() });
+    }
+    for bad in [
+        MrConfig { spill_percent: 0.0, ..base.clone() },
+        MrConfig { spill_percent: 1.5, ..base.clone() },
+        MrConfig { sort_factor: 1, ..base.clone() },
+        MrConfig { memory_bytes: 0, ..base.clone() },
+    ] {
+        let err = mr_mutual_friends(&g, &bad).unwrap_err().to_string();
+        assert!(
+            err.contains("spill") || err.contains("sort factor") || err.contains("buffer"),
+            "{err}"
+        );
+    }
 }

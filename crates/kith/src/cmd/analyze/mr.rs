@@ -33,9 +33,24 @@ pub(crate) enum MrJob {
 pub(crate) struct MrArgs {
     #[command(flatten)]
     input: GraphInput,
-    /// The shuffle buffer's budget; over it, sorted runs are spilled to --spill-dir.
+    /// The shuffle buffer's budget (Hadoop's io.sort.mb); past --spill-percent of it, sorted
+    /// runs are spilled to --spill-dir.
     #[arg(long, default_value_t = 256)]
     memory_mb: u64,
+    /// The buffer's fill at which it spills, in (0, 1] (io.sort.spill.percent).
+    #[arg(long, default_value_t = 0.80)]
+    spill_percent: f64,
+    /// Runs merged at once, at least 2 (io.sort.factor); more runs take extra merge passes.
+    #[arg(long, default_value_t = 10)]
+    sort_factor: usize,
+    /// Runs of a merge read ahead at once, each by its own thread
+    /// (mapred.reduce.parallel.copies; 0 reads them all on the merging thread).
+    #[arg(long, default_value_t = 5)]
+    parallel_copies: usize,
+    /// mutual-friends: 3 runs the study's three jobs (adjacency lists, friend-pair triples,
+    /// common-friend lists); 1 runs one round of list intersection.
+    #[arg(long, value_parser = ["1", "3"])]
+    rounds: Option<String>,
     /// Where spill runs and round outputs go (default: the system's temporary directory).
     #[arg(long)]
     spill_dir: Option<PathBuf>,
@@ -60,23 +75,32 @@ pub(super) fn run(job: MrJob) -> Result<()> {
         MrJob::Triangles(a) => ("triangles", a),
     };
     ensure!(args.memory_mb >= 1, "--memory-mb must be at least 1");
+    ensure!(
+        args.rounds.is_none() || name == "mutual-friends",
+        "--rounds applies to mr mutual-friends only"
+    );
+    let three = args.rounds.as_deref() != Some("1");
     if args.dist.is_launcher() {
         return launch(args.dist.processes.unwrap_or(1));
     }
     if args.dist.is_distributed() {
         let cluster = args.dist.member(thread_count(Some(args.threads.unwrap_or(1)))?)?;
-        return run_distributed(name, args, &cluster);
+        return run_distributed(name, three, args, &cluster);
     }
     let threads = thread_count(args.threads)?;
     let graph = args.input.load_undirected()?;
     let ig = InGraph::new(&graph);
     let config = MrConfig {
         memory_bytes: args.memory_mb << 20,
+        spill_percent: args.spill_percent,
+        sort_factor: args.sort_factor,
+        parallel_copies: args.parallel_copies,
         spill_dir: args.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
         input_bytes: std::fs::metadata(&args.input.graph)
             .with_context(|| format!("reading {}", args.input.graph.display()))?
             .len(),
     };
+    config.validate()?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     let busy = spinner(&format!(
         "mr {name} on {} users, {} edges ({} MiB shuffle budget)",
@@ -87,7 +111,11 @@ pub(super) fn run(job: MrJob) -> Result<()> {
     let start = Instant::now();
     let (summary, report, same_as_vertex_program, vp_s) = match job {
         MrJob::MutualFriends(_) => {
-            let (mf, report) = kith_analytics::mr_mutual_friends(&ig, &config)?;
+            let (mf, report) = if three {
+                kith_analytics::mr_mutual_friends_3(&ig, &config)?
+            } else {
+                kith_analytics::mr_mutual_friends(&ig, &config)?
+            };
             let seconds = start.elapsed().as_secs_f64();
             let check = args.verify.then(|| {
                 let t = Instant::now();
@@ -130,7 +158,13 @@ pub(super) fn run(job: MrJob) -> Result<()> {
         "edges": graph.num_edges(),
         "threads": 1,
         "memory_mb": args.memory_mb,
+        "spill_percent": args.spill_percent,
+        "sort_factor": args.sort_factor,
+        "parallel_copies": args.parallel_copies,
     });
+    if name == "mutual-friends" {
+        out["jobs"] = json!(if three { 3 } else { 1 });
+    }
     for (k, v) in summary.as_object().expect("object") {
         out[k] = v.clone();
     }
@@ -199,10 +233,11 @@ fn print_table(name: &str, out: &Value, report: &JobReport) {
 }
 
 /// Runs job `name` as this process's part of `cluster`; process 0 prints the report.
-fn run_distributed(name: &str, args: &MrArgs, cluster: &Cluster) -> Result<()> {
+fn run_distributed(name: &str, three: bool, args: &MrArgs, cluster: &Cluster) -> Result<()> {
     let graph = args.input.load_undirected()?;
     let ig = Arc::new(InGraph::new(&graph));
     let job = match name {
+        "mutual-friends" if three => kith_distributed::MrJob::MutualFriends3,
         "mutual-friends" => kith_distributed::MrJob::MutualFriends,
         "cc" => kith_distributed::MrJob::Components,
         _ => kith_distributed::MrJob::Triangles,
