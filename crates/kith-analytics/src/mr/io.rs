@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// Bytes moved, and how.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -19,6 +20,9 @@ pub struct IoCounters {
     pub random_ops: u64,
     /// Operations in all.
     pub ops: u64,
+    /// Nanoseconds spent in those operations (and in syncing files, when the engine syncs):
+    /// the medium's measured time, to put beside the cost models'.
+    pub io_ns: u64,
 }
 
 impl IoCounters {
@@ -26,6 +30,11 @@ impl IoCounters {
     pub fn sequential_fraction(&self) -> f64 {
         let total = self.read_bytes + self.written_bytes;
         if total == 0 { 1.0 } else { self.sequential_bytes as f64 / total as f64 }
+    }
+
+    /// Seconds spent in I/O calls.
+    pub fn io_seconds(&self) -> f64 {
+        self.io_ns as f64 * 1e-9
     }
 
     /// What was counted since `earlier` (counters of the same device, taken before).
@@ -36,6 +45,7 @@ impl IoCounters {
             sequential_bytes: self.sequential_bytes - earlier.sequential_bytes,
             random_ops: self.random_ops - earlier.random_ops,
             ops: self.ops - earlier.ops,
+            io_ns: self.io_ns - earlier.io_ns,
         }
     }
 }
@@ -70,14 +80,16 @@ impl Device {
         state.next_file += 1;
         let id = state.next_file;
         drop(state);
-        self.record(id, 0, bytes, false);
+        self.record(id, 0, bytes, false, Instant::now());
     }
 
-    fn record(&self, file: u64, offset: u64, bytes: u64, write: bool) {
+    fn record(&self, file: u64, offset: u64, bytes: u64, write: bool, started: Instant) {
+        let ns = started.elapsed().as_nanos() as u64;
+        let mut state = self.0.lock().expect("io log");
+        state.counters.io_ns += ns;
         if bytes == 0 {
             return;
         }
-        let mut state = self.0.lock().expect("io log");
         let sequential =
             state.head == Some((file, offset)) || (state.head.is_none() && offset == 0);
         let c = &mut state.counters;
@@ -106,10 +118,30 @@ pub(crate) struct Tracked {
     device: Device,
 }
 
+impl Tracked {
+    /// Makes the file durable and drops its pages from the page cache, so that reading it
+    /// back reads the medium (on tmpfs the pages are the medium and stay). The time counts
+    /// as I/O.
+    pub(crate) fn sync_and_evict(&mut self) -> io::Result<()> {
+        use std::os::fd::AsRawFd as _;
+        let started = Instant::now();
+        self.file.sync_data()?;
+        // SAFETY: the descriptor is this open file's; the call only advises the kernel.
+        let err =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if err != 0 {
+            return Err(io::Error::from_raw_os_error(err));
+        }
+        self.device.record(self.id, self.offset, 0, true, started);
+        Ok(())
+    }
+}
+
 impl Read for Tracked {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let started = Instant::now();
         let n = self.file.read(buf)?;
-        self.device.record(self.id, self.offset, n as u64, false);
+        self.device.record(self.id, self.offset, n as u64, false, started);
         self.offset += n as u64;
         Ok(n)
     }
@@ -117,8 +149,9 @@ impl Read for Tracked {
 
 impl Write for Tracked {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let started = Instant::now();
         let n = self.file.write(buf)?;
-        self.device.record(self.id, self.offset, n as u64, true);
+        self.device.record(self.id, self.offset, n as u64, true, started);
         self.offset += n as u64;
         Ok(n)
     }

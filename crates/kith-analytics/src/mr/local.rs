@@ -47,6 +47,10 @@ pub struct MrConfig {
     pub spill_dir: PathBuf,
     /// Bytes of the input file, counted as one sequential read (0 when not from a file).
     pub input_bytes: u64,
+    /// Sync every run and round output when written and drop it from the page cache, so
+    /// that reading it back reads the spill directory's medium rather than memory: a job
+    /// timed on its real disk. Off, files live in the page cache as Hadoop's usually do.
+    pub uncached: bool,
 }
 
 impl Default for MrConfig {
@@ -59,6 +63,7 @@ impl Default for MrConfig {
             parallel_copies: 5,
             spill_dir: std::env::temp_dir(),
             input_bytes: 0,
+            uncached: false,
         }
     }
 }
@@ -139,7 +144,7 @@ impl Shuffle<'_> {
             let value = &self.arena[at as usize + 1..at as usize + 1 + len];
             write_record(&mut out, key, value).map_err(Error::io(&path))?;
         }
-        out.flush().map_err(Error::io(&path))?;
+        self.engine.seal(&mut out, &path)?;
         self.runs.push(path);
         self.arena.clear();
         self.index.clear();
@@ -200,6 +205,15 @@ impl LocalEngine {
     fn create(&self, path: &Path) -> Result<BufWriter<Tracked>> {
         let file = File::create(path).map_err(Error::io(path))?;
         Ok(BufWriter::with_capacity(IO_BUFFER, self.device.track(file)))
+    }
+
+    /// Flushes a finished file, and with `uncached` syncs it and drops it from the cache.
+    fn seal(&self, out: &mut BufWriter<Tracked>, path: &Path) -> Result<()> {
+        out.flush().map_err(Error::io(path))?;
+        if self.config.uncached {
+            out.get_mut().sync_and_evict().map_err(Error::io(path))?;
+        }
+        Ok(())
     }
 
     fn open(&self, path: &Path) -> Result<BufReader<Tracked>> {
@@ -294,7 +308,7 @@ impl MrEngine for LocalEngine {
                 }
                 Ok(())
             })?;
-            out.flush().map_err(Error::io(&path))?;
+            self.seal(&mut out, &path)?;
             runs.push(path);
             merge_passes += 1;
         }
@@ -334,7 +348,7 @@ impl MrEngine for LocalEngine {
             })?;
         }
         drop(shuffle);
-        output.writer.flush().map_err(Error::io(&output.path))?;
+        self.seal(&mut output.writer, &output.path)?;
         if let Some(e) = output.error.take() {
             return Err(Error::Io { path: output.path, source: e });
         }

@@ -108,6 +108,10 @@ fn hadoops_knobs_change_the_runs_and_passes_not_the_result() {
     for parallel_copies in [0, 1, 5, 1000] {
         run(MrConfig { parallel_copies, ..base.clone() });
     }
+    // Synced and evicted files read back the same; the time in I/O calls is counted.
+    let (mf, report) = mr_mutual_friends(&g, &MrConfig { uncached: true, ..base.clone() }).unwrap();
+    assert_eq!(mf, want);
+    assert!(report.io.io_ns > 0 && report.io.io_seconds() < 60.0, "{:?}", report.io);
     for bad in [
         MrConfig { spill_percent: 0.0, ..base.clone() },
         MrConfig { spill_percent: 1.5, ..base.clone() },

@@ -37,6 +37,7 @@ pub fn mr_report_json(report: &JobReport) -> Value {
             "sequential_bytes": io.sequential_bytes,
             "random_ops": io.random_ops,
             "ops": io.ops,
+            "io_s": io.io_seconds(),
             "spill_runs": report.rounds.iter().map(|r| r.spill_runs).sum::<u64>(),
         },
         "recommendation": report.recommendation(),

@@ -8,6 +8,7 @@
 mod all;
 mod bondhu;
 mod lfgraph;
+mod mr_study;
 mod parker;
 mod parker_cluster;
 mod registry;
@@ -60,6 +61,10 @@ pub enum ExperimentCommand {
     /// time and peak memory per vertex, on one process and on a local cluster (LFGraph thesis
     /// Fig. 4.13).
     LfgraphSssp(lfgraph::SsspArgs),
+    /// The MapReduce study's jobs on every shared graph with spill files on this machine's
+    /// disk and tmpfs (measured I/O beside the HDD and SSD models), and Hadoop's knobs one at
+    /// a time.
+    MrStudy(mr_study::MrStudyArgs),
     /// Twibo's workload (a SONETOR trace over a follow graph) against pull, push, push +
     /// cache-aside, push + write-back and hybrid feeds, in-process and on Redis, swept over
     /// client counts (Twibo Tables 3 and 4).
@@ -108,6 +113,7 @@ fn run_command(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::BondhuDatasize(a) => store::run(a),
         ExperimentCommand::LfgraphBalance(a) => lfgraph::balance(&a),
         ExperimentCommand::LfgraphSssp(a) => lfgraph::sssp(&a),
+        ExperimentCommand::MrStudy(a) => mr_study::run(&a),
         ExperimentCommand::Twibo(a) => twibo::twibo(a),
         ExperimentCommand::TwiboCache(a) => twibo::twibo_cache(a),
         ExperimentCommand::ParkerLatency(a) => parker::run(a),
@@ -126,6 +132,7 @@ impl ExperimentCommand {
             ExperimentCommand::BondhuDatasize(_) => "bondhu-datasize",
             ExperimentCommand::LfgraphBalance(_) => "lfgraph-balance",
             ExperimentCommand::LfgraphSssp(_) => "lfgraph-sssp",
+            ExperimentCommand::MrStudy(_) => "mr-study",
             ExperimentCommand::Twibo(_) => "twibo",
             ExperimentCommand::TwiboCache(_) => "twibo-cache",
             ExperimentCommand::ParkerLatency(_) => "parker-latency",
@@ -143,6 +150,7 @@ impl ExperimentCommand {
             ExperimentCommand::BondhuDatasize(a) => &a.out,
             ExperimentCommand::LfgraphBalance(a) => &a.out,
             ExperimentCommand::LfgraphSssp(a) => &a.out,
+            ExperimentCommand::MrStudy(a) => &a.out,
             ExperimentCommand::Twibo(a)
             | ExperimentCommand::TwiboCache(a)
             | ExperimentCommand::ParkerLatency(a) => &a.out,

@@ -294,6 +294,40 @@ pub(super) fn steps() -> Vec<Step> {
             estimate_s: (300.0, 10.0),
         },
         Step {
+            name: "mr-study",
+            reproduces: "MapReduce study: every job on every graph, disk and tmpfs, Hadoop's knobs",
+            argv: |c, s| {
+                let mut v = args(&["experiment", "mr-study", "--out", &c.dir(s)]);
+                v.extend(["--datasets".to_owned(), c.datasets.display().to_string()]);
+                if c.quick {
+                    v.extend(["--graphs".to_owned(), QUICK_GRAPH.to_owned()]);
+                    v.extend(["--sweep-graph".to_owned(), QUICK_GRAPH.to_owned()]);
+                    v.extend(args(&["--memory-mb", "1", "--sweep-memory-mb", "1,4"]));
+                }
+                v
+            },
+            datasets: |c| {
+                if c.quick {
+                    vec![QUICK_GRAPH]
+                } else {
+                    vec![
+                        "facebook_combined.txt.gz",
+                        "out.ego-twitter.gz",
+                        "soc-brightkite.mtx.gz",
+                        "wiki-Vote.txt.gz",
+                        "email-Enron.txt.gz",
+                        "soc-Slashdot0902.txt.gz",
+                        "soc-sign-Slashdot090216.txt.gz",
+                        "ca-GrQc.txt.gz",
+                        "ca-HepTh.txt.gz",
+                        "email-Eu-core.txt.gz",
+                        "git_web_ml.zip",
+                    ]
+                }
+            },
+            estimate_s: (900.0, 5.0),
+        },
+        Step {
             name: "twibo",
             reproduces: "Twibo Tables 3 and 4",
             argv: |c, s| service(c, s, "twibo", &["--clients", "2"]),

@@ -47,6 +47,10 @@ pub(crate) struct MrArgs {
     /// (mapred.reduce.parallel.copies; 0 reads them all on the merging thread).
     #[arg(long, default_value_t = 5)]
     parallel_copies: usize,
+    /// Sync every run and round output and drop it from the page cache, so that the job's
+    /// reads come from --spill-dir's medium (a disk, or tmpfs) instead of memory.
+    #[arg(long)]
+    uncached: bool,
     /// mutual-friends: 3 runs the study's three jobs (adjacency lists, friend-pair triples,
     /// common-friend lists); 1 runs one round of list intersection.
     #[arg(long, value_parser = ["1", "3"])]
@@ -95,6 +99,7 @@ pub(super) fn run(job: MrJob) -> Result<()> {
         spill_percent: args.spill_percent,
         sort_factor: args.sort_factor,
         parallel_copies: args.parallel_copies,
+        uncached: args.uncached,
         spill_dir: args.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
         input_bytes: std::fs::metadata(&args.input.graph)
             .with_context(|| format!("reading {}", args.input.graph.display()))?
