@@ -13,6 +13,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 bash scripts/system-deps.sh
 bash scripts/cluster-deps.sh
+bash scripts/bench-deps.sh
 cargo build --release -p kith
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')

@@ -19,10 +19,11 @@ if ! need python3; then
 fi
 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q -r tests/oracle/requirements.txt
 
-# Redis (Debian's redis-server), Java and Maven for Apache Cassandra; HAProxy (Debian's) for
-# the test of deploy/haproxy.cfg in front of several servers; Chromium and its driver
-# (Debian's) for the dashboard's browser test.
+# Redis (Debian's redis-server), Java and Maven for Apache Cassandra; fio for the quick
+# reproduction's device calibration; HAProxy (Debian's) for the test of deploy/haproxy.cfg in
+# front of several servers; Chromium and its driver (Debian's) for the dashboard's browser test.
 bash scripts/cluster-deps.sh
+bash scripts/bench-deps.sh
 apt_missing=()
 need haproxy || apt_missing+=(haproxy)
 need chromium || apt_missing+=(chromium)

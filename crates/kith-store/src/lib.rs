@@ -97,7 +97,7 @@ pub use build::{
     BuildOptions, DataSpec, MAX_CHUNK_BYTES, build, synthetic_data, synthetic_profile,
 };
 pub use crash::{check_crash_log, crash_writer};
-pub use device::{DeviceModel, Hdd};
+pub use device::{DeviceModel, DeviceRead, Hdd, Head};
 pub use io::measure;
 pub use meta::LayoutMeta;
 pub use options::{CacheMode, DEFAULT_CHUNK_BYTES, OpenOptions};

@@ -7,6 +7,7 @@
 
 mod all;
 mod bondhu;
+mod device;
 mod lfgraph;
 mod mr_study;
 mod parker;
@@ -53,6 +54,9 @@ pub enum ExperimentCommand {
     /// the same graph under different layouts, cold or warm, whole or partial blocks
     /// (Bondhu Figs. 3-8).
     BondhuDatasize(store::DatasizeArgs),
+    /// Sequential and random reads of this machine's disk and tmpfs with fio, beside kith's
+    /// HDD and SSD models (Bondhu thesis §3.2).
+    DeviceCalibration(device::DeviceArgs),
     /// Computation imbalance of hash placement over 2…256 servers on directed graphs with
     /// Zipf in-degrees, α = 1.7…2.1, with the communication model beside it (LFGraph thesis
     /// Fig. 2.4).
@@ -111,6 +115,7 @@ fn run_command(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::BondhuModels(a) => bondhu::models(&a),
         ExperimentCommand::BondhuEvolution(a) => bondhu::evolution(&a),
         ExperimentCommand::BondhuDatasize(a) => store::run(a),
+        ExperimentCommand::DeviceCalibration(a) => device::run(&a),
         ExperimentCommand::LfgraphBalance(a) => lfgraph::balance(&a),
         ExperimentCommand::LfgraphSssp(a) => lfgraph::sssp(&a),
         ExperimentCommand::MrStudy(a) => mr_study::run(&a),
@@ -130,6 +135,7 @@ impl ExperimentCommand {
             ExperimentCommand::BondhuModels(_) => "bondhu-models",
             ExperimentCommand::BondhuEvolution(_) => "bondhu-evolution",
             ExperimentCommand::BondhuDatasize(_) => "bondhu-datasize",
+            ExperimentCommand::DeviceCalibration(_) => "device-calibration",
             ExperimentCommand::LfgraphBalance(_) => "lfgraph-balance",
             ExperimentCommand::LfgraphSssp(_) => "lfgraph-sssp",
             ExperimentCommand::MrStudy(_) => "mr-study",
@@ -148,6 +154,7 @@ impl ExperimentCommand {
             | ExperimentCommand::BondhuModels(a)
             | ExperimentCommand::BondhuEvolution(a) => &a.out,
             ExperimentCommand::BondhuDatasize(a) => &a.out,
+            ExperimentCommand::DeviceCalibration(a) => &a.out,
             ExperimentCommand::LfgraphBalance(a) => &a.out,
             ExperimentCommand::LfgraphSssp(a) => &a.out,
             ExperimentCommand::MrStudy(a) => &a.out,

@@ -197,6 +197,19 @@ pub(super) fn steps() -> Vec<Step> {
             estimate_s: (500.0, 5.0),
         },
         Step {
+            name: "device-calibration",
+            reproduces: "Bondhu thesis §3.2 (sequential against random reads of the device)",
+            argv: |c, s| {
+                let mut v = args(&["experiment", "device-calibration", "--out", &c.dir(s)]);
+                if c.quick {
+                    v.extend(args(&["--size-mb", "16", "--seconds", "1"]));
+                }
+                v
+            },
+            datasets: |_| vec![],
+            estimate_s: (75.0, 8.0),
+        },
+        Step {
             name: "lfgraph-comm-slashdot",
             reproduces: "LFGraph thesis Figs. 2.3 and 2.5 (soc-Slashdot0902)",
             argv: |c, s| comm(c, s, "soc-Slashdot0902.txt.gz"),
