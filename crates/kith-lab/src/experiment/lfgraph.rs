@@ -8,7 +8,7 @@
 //!   what this machine holds, on one process and on a local cluster, with the peak memory of
 //!   each and so the bytes per vertex.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail, ensure};
 use clap::Args;
@@ -207,7 +207,7 @@ pub(super) fn sssp(args: &SsspArgs) -> Result<()> {
             let cluster: f64 = last.dist_peak_mb.iter().sum();
             let peak = last.generate_peak_mb.max(last.single_peak_mb).max(cluster) * scale / 1024.0;
             let disk = last.kgraph_mb * scale * 1.1 / 1024.0;
-            let free = free_gb(scratch.path())?;
+            let free = super::free_bytes(scratch.path())? as f64 / (1u64 << 30) as f64;
             if peak > args.max_rss_gb || disk > free {
                 stopped = Some(format!(
                     "stopped before {n} vertices: projected peak {peak:.1} GB (limit {}), graph \
@@ -373,16 +373,4 @@ fn write_sssp(args: &SsspArgs, rows: &[SsspRow], stopped: Option<&str>) -> Resul
     }
     eprintln!("wrote {} and lfgraph-sssp.png", csv_path.display());
     Ok(())
-}
-
-/// Free space on the file system holding `dir`, in GB.
-fn free_gb(dir: &Path) -> Result<f64> {
-    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
-    // SAFETY: statvfs is plain old data, for which all-zero bytes are a valid value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is NUL-terminated and `st` is a valid statvfs to fill.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        bail!("statvfs {}: {}", dir.display(), std::io::Error::last_os_error());
-    }
-    Ok(st.f_bavail as f64 * st.f_frsize as f64 / (1u64 << 30) as f64)
 }

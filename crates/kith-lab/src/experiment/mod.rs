@@ -220,6 +220,18 @@ fn files_since(dir: &Path, since: SystemTime) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Free bytes for an unprivileged writer on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> Result<u64> {
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
+    // SAFETY: statvfs is plain old data, for which all-zero bytes are a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` is a valid statvfs to fill.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        anyhow::bail!("statvfs {}: {}", dir.display(), std::io::Error::last_os_error());
+    }
+    Ok(st.f_bavail * st.f_frsize)
+}
+
 /// A CSV table as an array of objects keyed by its header; fields that parse as numbers are
 /// numbers, empty fields null.
 fn csv_rows(path: &Path) -> Result<serde_json::Value> {

@@ -173,6 +173,29 @@ pub(super) fn steps() -> Vec<Step> {
             estimate_s: (600.0, 15.0),
         },
         Step {
+            name: "bondhu-datasize-4mb",
+            reproduces: "Bondhu Fig. 5 (4 MB data blocks)",
+            argv: |c, s| {
+                // Two stores of 1,005 users × 4 MiB (about 10 GB with RocksDB's overhead):
+                // ego-Facebook's three would need 64 GB.
+                let size = if c.quick { "65536" } else { "4194304" };
+                let (users, repeat) = if c.quick { ("20", "1") } else { ("100", "2") };
+                let extra = [
+                    "--methods",
+                    "default,kith",
+                    "--sizes",
+                    size,
+                    "--users",
+                    users,
+                    "--repeat",
+                    repeat,
+                ];
+                experiment("bondhu-datasize", &c.quick_graph(), &c.dir(s), &extra)
+            },
+            datasets: |_| vec![QUICK_GRAPH],
+            estimate_s: (600.0, 5.0),
+        },
+        Step {
             name: "bondhu-communities-time",
             reproduces: "Bondhu thesis Fig. 5.6b (response time against K)",
             argv: |c, s| {

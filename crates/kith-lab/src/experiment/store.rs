@@ -150,6 +150,28 @@ fn store_for(
     Ok(())
 }
 
+/// Refuses to build a size's stores that would not fit on the disk under `--out`: each holds
+/// every user's block of about `data` bytes, profile and friend list, with RocksDB's overhead
+/// (a quarter more, for the files a compaction rewrites).
+fn room_for_stores(args: &DatasizeArgs, graph: &Graph, data: f64) -> Result<()> {
+    let per_user =
+        data + 256.0 + 8.0 * graph.num_edges() as f64 * 2.0 / graph.num_nodes().max(1) as f64;
+    let need = 1.25 * per_user * graph.num_nodes() as f64 * args.methods.len() as f64;
+    let free = super::free_bytes(&args.out)? as f64;
+    if need > free {
+        bail!(
+            "{} stores of {} users with {data:.0} B blocks need about {:.1} GB under {}, and \
+             {:.1} GB are free: use fewer --methods, smaller --sizes or a smaller graph",
+            args.methods.len(),
+            graph.num_nodes(),
+            need / 1e9,
+            args.out.display(),
+            free / 1e9
+        );
+    }
+    Ok(())
+}
+
 /// Measures the stores in `dirs` together, users interleaved (one report each, in order).
 fn measure(args: &DatasizeArgs, dirs: &[&Path], fetch: Option<u64>) -> Result<Vec<FriendsReport>> {
     let mode = if args.warm { CacheMode::Warm } else { CacheMode::Cold };
@@ -187,6 +209,10 @@ pub(super) fn run(args: DatasizeArgs) -> Result<()> {
     // size and so is computed per size (with --partial: for the mean block).
     let mut fixed: Vec<(Variant, Layout)> = Vec::new();
     for (i, &size) in args.sizes.iter().enumerate() {
+        if partial_spec.is_none() || i == 0 {
+            let data = partial_spec.map_or(size as f64, |spec| spec.mean());
+            room_for_stores(&args, &graph, data)?;
+        }
         // Every method's store of this size, then one measurement over all of them with
         // the users interleaved, so that drift in the device's speed hits every layout alike.
         let mut built: Vec<(Variant, PathBuf, f64, f64)> = Vec::new();
