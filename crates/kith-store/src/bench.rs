@@ -1,6 +1,7 @@
 //! Bondhu's measurement: "list all friends" of random users, each repeated and the fastest
 //! kept, with what each read from the device and what a disk would have taken.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -35,7 +36,14 @@ pub struct FriendsBench {
     pub keep_trace: bool,
     /// Show a progress bar.
     pub progress: bool,
+    /// Given queries instead of random users' whole friend lists: each a user and the
+    /// friends whose data it reads (Bondhu's friend-access workloads). `users` is then
+    /// ignored.
+    pub queries: Option<Arc<Vec<FriendsQuery>>>,
 }
+
+/// A user and the friends whose data one query reads.
+pub type FriendsQuery = (u64, Vec<u64>);
 
 impl Default for FriendsBench {
     fn default() -> Self {
@@ -47,6 +55,7 @@ impl Default for FriendsBench {
             seed: 1,
             keep_trace: false,
             progress: false,
+            queries: None,
         }
     }
 }
@@ -176,11 +185,12 @@ pub fn sample_users(store: &Store, n: usize, seed: u64) -> Result<Vec<u64>> {
 
 impl Store {
     /// "List all friends" as [`Store::list_friends_data`] does it, measuring the index-entry
-    /// read and the friends' data reads separately. Returns the friend count and the data
-    /// reads' time in ms.
+    /// read and the friends' data reads separately; with `only`, just those friends' data
+    /// (each must be a friend). Returns the friend count and the data reads' time in ms.
     fn list_friends_measured(
         &self,
         uid: u64,
+        only: Option<&[u64]>,
         max_bytes: Option<u64>,
     ) -> Result<(usize, IoCounters, IoCounters, f64)> {
         let view = self.view();
@@ -192,6 +202,15 @@ impl Store {
         let (entry, mut index_io) = measure(|| self.entry(view.generation, uid, &read));
         let between = misses();
         let (_, mut friends) = entry?;
+        if let Some(only) = only {
+            // Friends are stored ascending by uid.
+            if let Some(&stranger) =
+                only.iter().find(|&&f| friends.binary_search_by_key(&f, |x| x.uid).is_err())
+            {
+                return Err(Error::Invalid(format!("user {stranger} is not a friend of {uid}")));
+            }
+            friends.retain(|f| only.contains(&f.uid));
+        }
         friends.sort_unstable_by_key(|f| f.position);
         let positions: Vec<u64> = friends.iter().map(|f| f.position).collect();
         let t = Instant::now();
@@ -214,7 +233,13 @@ impl Store {
 
     /// One user's query, `bench.repeat` times, the fastest kept; the first (coldest) run's
     /// reads replayed through the device model, if any.
-    fn bench_user(&self, uid: u64, bench: &FriendsBench, state: &mut Replay) -> Result<UserRun> {
+    fn bench_user(
+        &self,
+        uid: u64,
+        only: Option<&[u64]>,
+        bench: &FriendsBench,
+        state: &mut Replay,
+    ) -> Result<UserRun> {
         let cold = self.mode() == CacheMode::Cold;
         let mut best: Option<(f64, IoCounters, IoCounters, usize, f64)> = None;
         let mut first_reads = None;
@@ -225,7 +250,7 @@ impl Store {
             }
             let t = Instant::now();
             let (friends, index_io, data_io, data_ms) =
-                self.list_friends_measured(uid, bench.fetch_bytes)?;
+                self.list_friends_measured(uid, only, bench.fetch_bytes)?;
             let ms = t.elapsed().as_secs_f64() * 1e3;
             if first_reads.is_none() {
                 let mut reads = index_io.reads.clone();
@@ -295,7 +320,12 @@ pub fn bench_friends_interleaved(
         ));
     }
     let Some(first) = stores.first() else { return Ok(Vec::new()) };
-    let users = sample_users(first, bench.users, bench.seed)?;
+    let users: Vec<(u64, Option<&[u64]>)> = match &bench.queries {
+        Some(q) => q.iter().map(|(u, f)| (*u, Some(f.as_slice()))).collect(),
+        None => {
+            sample_users(first, bench.users, bench.seed)?.into_iter().map(|u| (u, None)).collect()
+        }
+    };
     let mut states: Vec<Replay> = stores.iter().map(|_| Replay::new()).collect();
     let mut runs: Vec<Vec<UserRun>> = stores.iter().map(|_| Vec::new()).collect();
     let bar =
@@ -305,9 +335,9 @@ pub fn bench_friends_interleaved(
             .expect("template")
             .progress_chars("=> "),
     );
-    for &uid in &users {
+    for &(uid, only) in &users {
         for ((store, state), out) in stores.iter().zip(&mut states).zip(&mut runs) {
-            out.push(store.bench_user(uid, bench, state)?);
+            out.push(store.bench_user(uid, only, bench, state)?);
         }
         bar.inc(1);
     }

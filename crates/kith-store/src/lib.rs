@@ -92,7 +92,7 @@ pub use record::{MAX_DATA_BYTES, MAX_FRIENDS, MAX_PAGE, Profile, User};
 pub use write::UserWrite;
 
 // The RocksDB store: opening, building, relayout, benchmarks and the crash test.
-pub use bench::{FriendsBench, FriendsReport, bench_friends_interleaved};
+pub use bench::{FriendsBench, FriendsQuery, FriendsReport, bench_friends_interleaved};
 pub use build::{
     BuildOptions, DataSpec, MAX_CHUNK_BYTES, build, synthetic_data, synthetic_profile,
 };

@@ -405,3 +405,25 @@ fn cold_reads_count_device_pages() {
     let (_, third) = kith_store::measure(|| store.list_friends_data(uid, None));
     assert_eq!(third.blocks, io.blocks);
 }
+
+#[test]
+fn a_benchmark_of_given_friends_reads_only_them_and_refuses_strangers() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = paper_example();
+    let store =
+        built(&dir.path().join("s"), &g, &Layout::identity(g.num_nodes()), DataSpec::Fixed(100));
+    let bench = |queries: Vec<(u64, Vec<u64>)>| {
+        let bench = kith_store::FriendsBench {
+            repeat: 1,
+            queries: Some(std::sync::Arc::new(queries)),
+            ..kith_store::FriendsBench::default()
+        };
+        store.bench_friends(&bench)
+    };
+    let report = bench(vec![(4, vec![2, 6]), (1, vec![3])]).unwrap();
+    let friends: Vec<(u64, usize)> = report.runs.iter().map(|r| (r.uid, r.friends)).collect();
+    assert_eq!(friends, [(4, 2), (1, 1)]);
+    // 5 is not a friend of 4 (its friends are 2, 3, 6, 7).
+    let err = bench(vec![(4, vec![2, 5])]).unwrap_err().to_string();
+    assert!(err.contains("5 is not a friend of 4"), "{err}");
+}

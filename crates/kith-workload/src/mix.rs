@@ -385,6 +385,26 @@ impl FriendAccess {
         let k = lo + self.cumulative[lo..hi].partition_point(|&c| c <= x).min(hi - lo - 1);
         (self.ids[u], self.ids[self.targets[k] as usize])
     }
+
+    /// Draws a user uniformly and up to `k` of their friends without replacement, each next
+    /// one with probability proportional to its weight among those left (Efraimidis and
+    /// Spirakis's keys `r^(1/w)`; friends of weight 0 come last). Original ids; the friends
+    /// in the order drawn.
+    pub fn draw_friends(&self, rng: &mut Pcg64Mcg, k: usize) -> (u64, Vec<u64>) {
+        let u = self.with_friends[rng.random_range(0..self.with_friends.len())] as usize;
+        let (lo, hi) = (self.offsets[u] as usize, self.offsets[u + 1] as usize);
+        let mut keyed: Vec<(f64, u32)> = (lo..hi)
+            .map(|i| {
+                let w = self.cumulative[i] - if i == 0 { 0.0 } else { self.cumulative[i - 1] };
+                let r: f64 = rng.random();
+                let key = if w > 0.0 { r.powf(1.0 / w) } else { r - 2.0 };
+                (key, self.targets[i])
+            })
+            .collect();
+        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        let friends = keyed.iter().take(k).map(|&(_, t)| self.ids[t as usize]).collect();
+        (self.ids[u], friends)
+    }
 }
 
 impl Source for FriendAccess {
@@ -444,6 +464,31 @@ mod tests {
         }
         let t = (c[1] + c[2] + c[3]) as f64;
         assert!((c[3] as f64 / t - 1.0 / 3.0).abs() < 0.015, "{c:?}");
+    }
+
+    #[test]
+    fn drawing_several_friends_follows_the_weights_without_repeats() {
+        let g = Graph::from_edges(vec![0, 1, 2, 3], false, vec![(0, 1), (0, 2), (0, 3), (1, 2)]);
+        let fa = FriendAccess::new(&g, WeightModel::Overlap).unwrap();
+        let mut rng = Pcg64Mcg::seed_from_u64(9);
+        let (mut first3, mut from0) = (0u64, 0u64);
+        for _ in 0..100_000 {
+            let (u, one) = fa.draw_friends(&mut rng, 1);
+            if u == 0 {
+                from0 += 1;
+                first3 += u64::from(one == [3]);
+            }
+            let (u, two) = fa.draw_friends(&mut rng, 2);
+            assert_eq!(two.len(), g.neighbors(u as u32).len().min(2));
+            assert!(two.iter().all(|f| g.neighbors(u as u32).contains(&(*f as u32))));
+            assert!(two.len() < 2 || two[0] != two[1]);
+            let (u, all) = fa.draw_friends(&mut rng, 10);
+            let mut all: Vec<u32> = all.iter().map(|&f| f as u32).collect();
+            all.sort_unstable();
+            assert_eq!(all, g.neighbors(u as u32));
+        }
+        // The first friend drawn from 0 is 3 with probability 1 / (2 + 2 + 1).
+        assert!((first3 as f64 / from0 as f64 - 0.2).abs() < 0.01, "{first3} of {from0}");
     }
 
     #[test]

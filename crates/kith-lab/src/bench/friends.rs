@@ -54,6 +54,7 @@ pub(super) fn run(args: FriendsArgs) -> Result<()> {
         seed: args.seed,
         keep_trace: false,
         progress: true,
+        queries: None,
     };
     let report = store.bench_friends(&bench)?;
     let s = &report.summary;

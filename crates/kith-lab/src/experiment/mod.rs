@@ -18,6 +18,7 @@ mod service;
 mod store;
 mod table;
 mod twibo;
+mod workloads;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -50,6 +51,9 @@ pub enum ExperimentCommand {
     /// A layout of the graph with 5–40 % of its edges or nodes removed, applied to the whole
     /// graph, against a fresh layout (Bondhu Fig. 11).
     BondhuEvolution(bondhu::ExperimentArgs),
+    /// Layouts built under each weight model, queried on real stores by each friend-access
+    /// workload: K friends' data drawn by the workload's weights (Bondhu Fig. 10, measured).
+    BondhuWorkloads(workloads::WorkloadsArgs),
     /// "List all friends" response time and device pages against data size, for stores of
     /// the same graph under different layouts, cold or warm, whole or partial blocks
     /// (Bondhu Figs. 3-8).
@@ -115,6 +119,7 @@ fn run_command(command: ExperimentCommand) -> Result<()> {
         ExperimentCommand::BondhuModels(a) => bondhu::models(&a),
         ExperimentCommand::BondhuEvolution(a) => bondhu::evolution(&a),
         ExperimentCommand::BondhuDatasize(a) => store::run(a),
+        ExperimentCommand::BondhuWorkloads(a) => workloads::run(&a),
         ExperimentCommand::DeviceCalibration(a) => device::run(&a),
         ExperimentCommand::LfgraphBalance(a) => lfgraph::balance(&a),
         ExperimentCommand::LfgraphSssp(a) => lfgraph::sssp(&a),
@@ -135,6 +140,7 @@ impl ExperimentCommand {
             ExperimentCommand::BondhuModels(_) => "bondhu-models",
             ExperimentCommand::BondhuEvolution(_) => "bondhu-evolution",
             ExperimentCommand::BondhuDatasize(_) => "bondhu-datasize",
+            ExperimentCommand::BondhuWorkloads(_) => "bondhu-workloads",
             ExperimentCommand::DeviceCalibration(_) => "device-calibration",
             ExperimentCommand::LfgraphBalance(_) => "lfgraph-balance",
             ExperimentCommand::LfgraphSssp(_) => "lfgraph-sssp",
@@ -154,6 +160,7 @@ impl ExperimentCommand {
             | ExperimentCommand::BondhuModels(a)
             | ExperimentCommand::BondhuEvolution(a) => &a.out,
             ExperimentCommand::BondhuDatasize(a) => &a.out,
+            ExperimentCommand::BondhuWorkloads(a) => &a.out,
             ExperimentCommand::DeviceCalibration(a) => &a.out,
             ExperimentCommand::LfgraphBalance(a) => &a.out,
             ExperimentCommand::LfgraphSssp(a) => &a.out,

@@ -136,6 +136,21 @@ pub(super) fn steps() -> Vec<Step> {
             estimate_s: (60.0, 5.0),
         },
         Step {
+            name: "bondhu-workloads",
+            reproduces: "Bondhu Fig. 10 (on stores: each layout under each workload)",
+            argv: |c, s| {
+                if c.quick {
+                    let extra = ["--users", "50", "--repeat", "1"];
+                    experiment("bondhu-workloads", &c.quick_graph(), &c.dir(s), &extra)
+                } else {
+                    let g = c.data("facebook_combined.txt.gz");
+                    experiment("bondhu-workloads", &g, &c.dir(s), &[])
+                }
+            },
+            datasets: datasize_data,
+            estimate_s: (300.0, 3.0),
+        },
+        Step {
             name: "bondhu-evolution",
             reproduces: "Bondhu Fig. 11",
             argv: |c, s| {

@@ -187,6 +187,7 @@ fn measure(args: &DatasizeArgs, dirs: &[&Path], fetch: Option<u64>) -> Result<Ve
         seed: args.seed,
         keep_trace: true,
         progress: true,
+        queries: None,
     };
     let refs: Vec<&Store> = stores.iter().collect();
     Ok(kith_store::bench_friends_interleaved(&refs, &bench)?)
