@@ -138,9 +138,10 @@ class Client:
 
     # -- Parker: users ----------------------------------------------------------------------
 
-    def get_user(self, uid: int) -> dict:
-        """The whole user: profile, first friends, friend count, data size."""
-        return self._call("GET", f"/users/{_uid(uid)}")
+    def get_user(self, uid: int, consistency: Optional[str] = None) -> dict:
+        """The whole user: profile, first friends, friend count, data size. ``consistency``
+        is ``"strong"`` (default) or ``"eventual"`` (on Cassandra, one replica answers)."""
+        return self._call("GET", f"/users/{_uid(uid)}", query={"consistency": consistency})
 
     def put_user(self, uid: int, profile: Mapping[str, Any],
                  friends: Optional[Sequence[int]] = None, data: Optional[bytes] = None) -> dict:
@@ -153,8 +154,10 @@ class Client:
             body["data_base64"] = base64.b64encode(bytes(data)).decode()
         return self._call("PUT", f"/users/{_uid(uid)}", body)
 
-    def get_profile(self, uid: int) -> dict:
-        return self._call("GET", f"/users/{_uid(uid)}/profile")
+    def get_profile(self, uid: int, consistency: Optional[str] = None) -> dict:
+        """The profile, read at ``consistency`` as :meth:`get_user` reads."""
+        return self._call("GET", f"/users/{_uid(uid)}/profile",
+                          query={"consistency": consistency})
 
     def put_profile(self, uid: int, profile: Mapping[str, Any]) -> dict:
         """Replaces the profile (``name``, ``age``, ``fields``) of an existing user."""

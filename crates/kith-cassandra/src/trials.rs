@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use kith_graph::Graph;
 use kith_layout::Layout;
-use kith_store::{Engine, Error as StoreError, LayoutMeta, Profile};
+use kith_store::{Engine, Error as StoreError, LayoutMeta, Profile, ReadLevel};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
@@ -103,6 +103,13 @@ pub struct TrialRun {
     pub recovery_s: f64,
     /// Data bytes on the added node after it joined (`add_node`).
     pub added_node_bytes: u64,
+    /// Users read while two of three nodes were down (`two_of_three`), at each level.
+    pub reads_while_down: u64,
+    /// Of those, the reads at `ReadLevel::One` that answered (goal: all: the survivor holds
+    /// every user).
+    pub one_reads_answered: u64,
+    /// Of those, the reads at `ReadLevel::Strong` that answered (goal 0: no quorum).
+    pub strong_reads_answered: u64,
 }
 
 /// What a client key holds.
@@ -401,6 +408,12 @@ fn two_of_three(
     cluster.kill(3)?;
     let down = Instant::now();
     std::thread::sleep(config.phase * 2);
+    // Reads with a quorum gone: the survivor answers ONE, nobody answers QUORUM.
+    let sample = &uids[1..uids.len().min(6)];
+    let answered = |level| sample.iter().filter(|&&u| store.get_user_at(u, level).is_ok()).count();
+    run.reads_while_down = sample.len() as u64;
+    run.one_reads_answered = answered(ReadLevel::One) as u64;
+    run.strong_reads_answered = answered(ReadLevel::Strong) as u64;
     let t = Instant::now();
     cluster.restart(2)?;
     // Writes succeed again once the restarted node is back in the others' view.

@@ -30,5 +30,9 @@ fn no_acknowledged_write_is_lost_when_nodes_die_or_join() {
     }
     // Two of three down: writes were refused while they were, and resumed after one returned.
     assert!(runs[1].failed.get("unavailable").copied().unwrap_or(0) > 0, "{:?}", runs[1]);
+    // Meanwhile eventual reads (ONE) were answered by the survivor and strong ones were not.
+    let r = &runs[1];
+    assert!(r.reads_while_down > 0, "{r:?}");
+    assert_eq!((r.one_reads_answered, r.strong_reads_answered), (r.reads_while_down, 0), "{r:?}");
     assert!(runs[2].added_node_bytes > 0, "the new node holds no data: {:?}", runs[2]);
 }

@@ -145,6 +145,8 @@ pub(crate) fn run_self(args: &[&str]) -> Result<ChildRun> {
         .status()
         .with_context(|| format!("cannot start {}", exe.display()))?;
     let seconds = start.elapsed().as_secs_f64();
+    // A local cluster's processes write theirs beside it: read, then remove, on every path.
+    let process_peaks = take_process_peaks(peak.path());
     if !status.success() {
         let message = std::fs::read_to_string(stderr.path()).unwrap_or_default();
         bail!("`kith {}` failed: {}", args.join(" "), message.trim());
@@ -154,15 +156,38 @@ pub(crate) fn run_self(args: &[&str]) -> Result<ChildRun> {
         .parse()
         .context("the child did not report its peak memory")?;
     let stdout = std::fs::read_to_string(stdout.path())?;
-    let mut process_peak_rss_mb = Vec::new();
-    for i in 0.. {
-        let path = PathBuf::from(process_peak_path(peak.path().as_os_str(), i));
-        let Ok(text) = std::fs::read_to_string(&path) else { break };
-        let _ = std::fs::remove_file(&path);
-        let kib: f64 = text.trim().parse().with_context(|| format!("process {i}'s peak"))?;
-        process_peak_rss_mb.push(kib / 1024.0);
-    }
+    let process_peak_rss_mb = process_peaks?;
     Ok(ChildRun { seconds, peak_rss_mb: kib / 1024.0, process_peak_rss_mb, stdout })
+}
+
+/// The peaks, in MB by process, that a local cluster's processes wrote beside `path`
+/// ([`process_peak_path`]); the files are removed. Fails if a process in the middle of the
+/// range wrote none or garbage.
+fn take_process_peaks(path: &Path) -> Result<Vec<f64>> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Ok(Vec::new());
+    };
+    let mut found: Vec<(usize, Result<f64>)> = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let file = entry.file_name();
+        let Some(i) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(name)?.strip_prefix('.')?.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let kib = std::fs::read_to_string(entry.path())
+            .map_err(anyhow::Error::from)
+            .and_then(|t| t.trim().parse::<f64>().context("not a number"))
+            .with_context(|| format!("process {i}'s peak memory"));
+        let _ = std::fs::remove_file(entry.path());
+        found.push((i, kib.map(|k| k / 1024.0)));
+    }
+    found.sort_by_key(|f| f.0);
+    if let Some(gap) = found.iter().enumerate().find(|(at, f)| *at != f.0) {
+        bail!("process {} did not report its peak memory", gap.0);
+    }
+    found.into_iter().map(|f| f.1).collect()
 }
 
 /// The datasets directory: `$KITH_DATASETS`, else `shared/datasets` beside the checkout.

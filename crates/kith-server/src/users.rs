@@ -113,6 +113,27 @@ pub struct FriendsQuery {
     pub consistency: Option<Consistency>,
 }
 
+/// Parameters of a user or profile read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ReadQuery {
+    /// `strong` (default) reflects every acknowledged write; `eventual` lets the nearest
+    /// copy answer alone: on the store on Cassandra a read at consistency ONE (faster, and
+    /// served while a minority of replicas is up, but it may miss a write that has not
+    /// reached that replica); on RocksDB, which keeps one copy, the same read as `strong`.
+    pub consistency: Option<Consistency>,
+}
+
+impl ReadQuery {
+    fn level(&self) -> kith_store::ReadLevel {
+        match self.consistency {
+            Some(Consistency::Eventual) => kith_store::ReadLevel::One,
+            Some(Consistency::Strong) | None => kith_store::ReadLevel::Strong,
+        }
+    }
+}
+
 /// Read consistency.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -277,13 +298,16 @@ pub(crate) fn page_limit(
 
 /// The user: profile, data size, friend count and the first page of friends.
 #[utoipa::path(get, path = "/users/{uid}", tag = "users",
-    params(("uid" = u64, Path, description = "User id")),
-    responses((status = 200, body = UserJson), (status = 404, body = ErrorBody)))]
+    params(("uid" = u64, Path, description = "User id"), ReadQuery),
+    responses((status = 200, body = UserJson), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
 pub async fn get_user(
     State(s): State<AppState>,
     Path(uid): Path<u64>,
+    Query(q): Query<ReadQuery>,
 ) -> ApiResult<axum::Json<UserJson>> {
-    Ok(axum::Json(engine_call(&s, move |e| e.get_user(uid)).await?.into()))
+    let level = q.level();
+    Ok(axum::Json(engine_call(&s, move |e| e.get_user_at(uid, level)).await?.into()))
 }
 
 /// Creates or replaces a whole user: profile, friends and optionally the data block.
@@ -319,13 +343,16 @@ pub async fn put_user(
 
 /// The profile.
 #[utoipa::path(get, path = "/users/{uid}/profile", tag = "users",
-    params(("uid" = u64, Path, description = "User id")),
-    responses((status = 200, body = ProfileJson), (status = 404, body = ErrorBody)))]
+    params(("uid" = u64, Path, description = "User id"), ReadQuery),
+    responses((status = 200, body = ProfileJson), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
 pub async fn get_profile(
     State(s): State<AppState>,
     Path(uid): Path<u64>,
+    Query(q): Query<ReadQuery>,
 ) -> ApiResult<axum::Json<ProfileJson>> {
-    Ok(axum::Json(engine_call(&s, move |e| e.get_profile(uid)).await?.into()))
+    let level = q.level();
+    Ok(axum::Json(engine_call(&s, move |e| e.get_profile_at(uid, level)).await?.into()))
 }
 
 /// Replaces the profile.

@@ -30,6 +30,19 @@ pub struct FriendsData {
     pub total: usize,
 }
 
+/// How many copies a read must consult.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadLevel {
+    /// A read reflects every acknowledged write (on a replicated engine, a quorum of
+    /// replicas answers).
+    #[default]
+    Strong,
+    /// The nearest copy answers alone: on a replicated engine faster and available with a
+    /// minority of replicas up, but it may miss a write that has not reached that copy yet.
+    /// An engine with one copy reads it either way.
+    One,
+}
+
 /// A storage engine for users, friendships, follows and posts.
 ///
 /// Every write is durable when it returns. Methods block (they do I/O): async callers run
@@ -59,6 +72,19 @@ pub trait Engine: Send + Sync + Debug {
 
     /// The user's profile.
     fn get_profile(&self, uid: u64) -> Result<Profile>;
+
+    /// [`Engine::get_user`] at a read level; an engine with one copy of each user reads it
+    /// whatever the level.
+    fn get_user_at(&self, uid: u64, level: ReadLevel) -> Result<User> {
+        let _ = level;
+        self.get_user(uid)
+    }
+
+    /// [`Engine::get_profile`] at a read level, as [`Engine::get_user_at`].
+    fn get_profile_at(&self, uid: u64, level: ReadLevel) -> Result<Profile> {
+        let _ = level;
+        self.get_profile(uid)
+    }
 
     /// Replaces the profile of an existing user.
     fn put_profile(&self, uid: u64, profile: &Profile) -> Result<()>;

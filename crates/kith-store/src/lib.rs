@@ -81,7 +81,7 @@ mod verify;
 mod write;
 
 // The storage seam and the values in its signatures.
-pub use engine::{Engine, FriendsData, LayoutAdmin};
+pub use engine::{Engine, FriendsData, LayoutAdmin, ReadLevel};
 pub use error::{Error, Result};
 pub use feed_db::{Degree, MAX_FOLLOW_TARGETS, check_follow_targets};
 pub use feed_log::{IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};

@@ -163,6 +163,13 @@ fn parker_api(server: &Server) {
         get("/users/5/profile").1,
         json!({"name": "Ada", "age": 36, "fields": {"city": "London"}})
     );
+    // Eventual reads (one copy answers; on Cassandra at ONE) see the acknowledged write with
+    // every replica up; a level the API does not know is refused.
+    assert_eq!(get("/users/5/profile?consistency=eventual").1, get("/users/5/profile").1);
+    assert_eq!(get("/users/5?consistency=eventual").1, get("/users/5?consistency=strong").1);
+    let (s, e) = get("/users/5?consistency=quorum");
+    assert_eq!(s, 400, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("consistency"), "{e}");
     let (s, nu) = body(
         http.put(server.url("/users/100000"))
             .json(

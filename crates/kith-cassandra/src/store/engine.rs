@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use kith_store::{
-    Degree, Engine, IdempotencyRecord, Post, Profile, Result, User, UserWrite, UsersCursor,
-    UsersPage,
+    Degree, Engine, IdempotencyRecord, Post, Profile, ReadLevel, Result, User, UserWrite,
+    UsersCursor, UsersPage,
 };
 
 use super::CassandraStore;
@@ -16,7 +16,12 @@ impl Engine for CassandraStore {
     }
 
     fn get_user(&self, uid: u64) -> Result<User> {
-        self.get_user_impl(uid)
+        self.get_user_impl(uid, ReadLevel::Strong)
+    }
+
+    /// `ReadLevel::One` reads the user's rows at consistency ONE.
+    fn get_user_at(&self, uid: u64, level: ReadLevel) -> Result<User> {
+        self.get_user_impl(uid, level)
     }
 
     fn put_user(
@@ -30,7 +35,11 @@ impl Engine for CassandraStore {
     }
 
     fn get_profile(&self, uid: u64) -> Result<Profile> {
-        self.get_profile_impl(uid)
+        self.get_profile_impl(uid, ReadLevel::Strong)
+    }
+
+    fn get_profile_at(&self, uid: u64, level: ReadLevel) -> Result<Profile> {
+        self.get_profile_impl(uid, level)
     }
 
     fn put_profile(&self, uid: u64, profile: &Profile) -> Result<()> {

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
-use kith_store::{Error as StoreError, LayoutMeta};
+use kith_store::{Error as StoreError, LayoutMeta, ReadLevel};
 use scylla::client::session::Session;
 use scylla::serialize::row::SerializeRow;
 use scylla::statement::batch::{Batch, BatchType};
@@ -29,7 +29,7 @@ use scylla::statement::prepared::PreparedStatement;
 use crate::error::{Error, Result, driver};
 use crate::schema;
 pub use relayout::{RelayoutReport, StoredGraph};
-pub(crate) use statements::{Fixed, GenStatements};
+pub(crate) use statements::{Fixed, GenStatements, OneReads};
 
 /// Locks striped by uid: the read-modify-writes of one process (a friendship's "was it new",
 /// a new user's position) do not race each other.
@@ -77,6 +77,8 @@ pub(crate) struct Gen {
     pub friend_copies: u32,
     pub layout: LayoutMeta,
     pub st: GenStatements,
+    /// The user reads again, at consistency ONE (`ReadLevel::One`).
+    pub one: OneReads,
 }
 
 impl Gen {
@@ -235,6 +237,20 @@ impl CassandraStore {
         self.writers.read().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The layout generation a read at `level` uses. A strong read checks the store's row
+    /// (at QUORUM) for a newer generation; an eventual one takes the generation this process
+    /// knows when that check fails, so that it is served with a quorum gone.
+    pub(crate) fn generation_at(&self, level: ReadLevel) -> Result<Arc<Gen>, StoreError> {
+        match level {
+            ReadLevel::Strong => self.generation_now(),
+            ReadLevel::One => {
+                // A failed check leaves the known generation in place.
+                let _ = self.refresh();
+                Ok(self.gen_now())
+            }
+        }
+    }
+
     pub(crate) fn gen_now(&self) -> Arc<Gen> {
         self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -334,6 +350,7 @@ pub(crate) async fn load_generation(
         partition_users: partition_users as u64,
         friend_copies: friend_copies.unwrap_or(0).max(0) as u32,
         layout,
+        one: OneReads::of(&st),
         st,
     })
 }

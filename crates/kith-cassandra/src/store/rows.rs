@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kith_store::{Error as StoreError, Profile, Result};
+use kith_store::{Error as StoreError, Profile, ReadLevel, Result};
 
 use super::{CassandraStore, DATA_CHUNK_BYTES, Gen, bad_rows, i, u};
 use crate::error::driver;
@@ -58,9 +58,23 @@ pub(crate) fn corrupt(key: String, reason: String) -> StoreError {
 impl CassandraStore {
     /// The user's index row (claimed-only rows included), `None` if there is none.
     pub(crate) async fn entry(&self, g: &Gen, uid: u64) -> Result<Option<Entry>> {
+        self.entry_at(g, uid, ReadLevel::Strong).await
+    }
+
+    /// [`Self::entry`] at a read level (ONE for `ReadLevel::One`).
+    pub(crate) async fn entry_at(
+        &self,
+        g: &Gen,
+        uid: u64,
+        level: ReadLevel,
+    ) -> Result<Option<Entry>> {
+        let statement = match level {
+            ReadLevel::Strong => &g.st.index_get,
+            ReadLevel::One => &g.one.index_get,
+        };
         let rows = self
             .session()
-            .execute_unpaged(&g.st.index_get, (key(uid),))
+            .execute_unpaged(statement, (key(uid),))
             .await
             .map_err(|e| driver("reading a user's index row", e))?
             .into_rows_result()
@@ -89,7 +103,12 @@ impl CassandraStore {
 
     /// The user's row, refusing a user that does not exist (or is only claimed).
     pub(crate) async fn existing(&self, g: &Gen, uid: u64) -> Result<Entry> {
-        match self.entry(g, uid).await? {
+        self.existing_at(g, uid, ReadLevel::Strong).await
+    }
+
+    /// [`Self::existing`] at a read level.
+    pub(crate) async fn existing_at(&self, g: &Gen, uid: u64, level: ReadLevel) -> Result<Entry> {
+        match self.entry_at(g, uid, level).await? {
             Some(e) if e.data_bytes.is_some() => Ok(e),
             _ => Err(unknown(uid)),
         }
@@ -120,9 +139,23 @@ impl CassandraStore {
 
     /// The profile stored at `pos`, with the uid it names.
     pub(crate) async fn profile_at(&self, g: &Gen, pos: u64) -> Result<Option<(u64, Profile)>> {
+        self.profile_at_level(g, pos, ReadLevel::Strong).await
+    }
+
+    /// [`Self::profile_at`] at a read level.
+    pub(crate) async fn profile_at_level(
+        &self,
+        g: &Gen,
+        pos: u64,
+        level: ReadLevel,
+    ) -> Result<Option<(u64, Profile)>> {
+        let statement = match level {
+            ReadLevel::Strong => &g.st.user_get,
+            ReadLevel::One => &g.one.user_get,
+        };
         let rows = self
             .session()
-            .execute_unpaged(&g.st.user_get, (g.part(pos), i(pos)))
+            .execute_unpaged(statement, (g.part(pos), i(pos)))
             .await
             .map_err(|e| driver("reading a profile", e))?
             .into_rows_result()
@@ -139,7 +172,28 @@ impl CassandraStore {
 
     /// `uid`'s profile at `pos`, which its index row names.
     pub(crate) async fn profile_of(&self, g: &Gen, uid: u64, pos: u64) -> Result<Profile> {
-        match self.profile_at(g, pos).await? {
+        self.profile_of_at(g, uid, pos, ReadLevel::Strong).await
+    }
+
+    /// [`Self::profile_of`] at a read level.
+    pub(crate) async fn profile_of_at(
+        &self,
+        g: &Gen,
+        uid: u64,
+        pos: u64,
+        level: ReadLevel,
+    ) -> Result<Profile> {
+        let found = self.profile_at_level(g, pos, level).await?;
+        // At ONE the index row and the profile row may come from different replicas, one of
+        // which has not seen a new user's write yet: ask a quorum before calling it corrupt.
+        let found = match found {
+            Some((stored, _)) if stored == uid => found,
+            _ if level == ReadLevel::One => {
+                self.profile_at_level(g, pos, ReadLevel::Strong).await?
+            }
+            _ => found,
+        };
+        match found {
             Some((stored, p)) if stored == uid => Ok(p),
             Some((stored, _)) => Err(corrupt(
                 format!("profile at position {pos} of generation {}", g.generation),

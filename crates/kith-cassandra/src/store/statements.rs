@@ -74,6 +74,23 @@ statements! { Fixed(ks: &str) {
     record_get = true, "SELECT fingerprint, expires_ms, result FROM {ks}.idempotency WHERE key = ?";
 }}
 
+/// The reads of [`GenStatements`] that `ReadLevel::One` runs at consistency ONE.
+pub(crate) struct OneReads {
+    pub index_get: PreparedStatement,
+    pub user_get: PreparedStatement,
+}
+
+impl OneReads {
+    pub(crate) fn of(st: &GenStatements) -> OneReads {
+        let one = |s: &PreparedStatement| {
+            let mut s = s.clone();
+            s.set_consistency(scylla::statement::Consistency::One);
+            s
+        };
+        OneReads { index_get: one(&st.index_get), user_get: one(&st.user_get) }
+    }
+}
+
 statements! { GenStatements(ks: &str, g: u32) {
     index_get = true, "SELECT pos, data_bytes, friends, copied_to FROM {ks}.index_g{g} WHERE uid = ?";
     index_copied = true, "SELECT copied_to FROM {ks}.index_g{g} WHERE uid = ?";

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
-use kith_store::{Error as StoreError, MAX_DATA_BYTES, Profile, Result, User, UserWrite};
+use kith_store::{
+    Error as StoreError, MAX_DATA_BYTES, Profile, ReadLevel, Result, User, UserWrite,
+};
 
 use super::{CassandraStore, DATA_CHUNK_BYTES, Gen, MAX_BATCH_CHANGES, Writes, i};
 
@@ -204,11 +206,11 @@ impl CassandraStore {
         })
     }
 
-    pub(crate) fn get_user_impl(&self, uid: u64) -> Result<User> {
-        let g = self.generation_now()?;
+    pub(crate) fn get_user_impl(&self, uid: u64, level: ReadLevel) -> Result<User> {
+        let g = self.generation_at(level)?;
         self.wait(async {
-            let e = self.existing(&g, uid).await?;
-            let profile = self.profile_of(&g, uid, e.pos).await?;
+            let e = self.existing_at(&g, uid, level).await?;
+            let profile = self.profile_of_at(&g, uid, e.pos, level).await?;
             Ok(User {
                 uid,
                 profile,
@@ -218,11 +220,11 @@ impl CassandraStore {
         })
     }
 
-    pub(crate) fn get_profile_impl(&self, uid: u64) -> Result<Profile> {
-        let g = self.generation_now()?;
+    pub(crate) fn get_profile_impl(&self, uid: u64, level: ReadLevel) -> Result<Profile> {
+        let g = self.generation_at(level)?;
         self.wait(async {
-            let e = self.existing(&g, uid).await?;
-            self.profile_of(&g, uid, e.pos).await
+            let e = self.existing_at(&g, uid, level).await?;
+            self.profile_of_at(&g, uid, e.pos, level).await
         })
     }
 

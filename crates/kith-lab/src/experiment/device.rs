@@ -129,7 +129,12 @@ fn fio_job(file: &Path, rw: &str, bs: u64, direct: bool, args: &DeviceArgs) -> R
     let text = String::from_utf8_lossy(&output.stdout);
     // fio may print notes before the JSON document.
     let start = text.find('{').context("fio printed no JSON")?;
-    let doc: Value = serde_json::from_str(&text[start..]).context("fio's JSON")?;
+    // Only the first JSON value: fio may print notes after it too.
+    let doc: Value = serde_json::Deserializer::from_str(&text[start..])
+        .into_iter::<Value>()
+        .next()
+        .context("fio printed no JSON")?
+        .context("fio's JSON")?;
     doc["jobs"][0].as_object().context("fio's JSON has no job")?;
     Ok(doc["jobs"][0].clone())
 }

@@ -97,7 +97,7 @@ pub(super) fn balance(args: &BalanceArgs) -> Result<()> {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
-            .map_or("graph".to_owned(), |n| n.split('.').next().unwrap_or(n).to_owned());
+            .map_or("graph".to_owned(), super::dataset_name);
         add(name, String::new(), &graph);
         bar.inc(1);
     }
@@ -204,7 +204,12 @@ pub(super) fn sssp(args: &SsspArgs) -> Result<()> {
         if let Some(last) = rows.last() {
             let scale = n as f64 / last.vertices as f64;
             // The local cluster's processes each load the whole graph: their peaks add up.
-            let cluster: f64 = last.dist_peak_mb.iter().sum();
+            let cluster: f64 = if last.dist_peak_mb.is_empty() && last.dist_s.is_some() {
+                // No per-process peaks: assume each process held what the single one did.
+                last.single_peak_mb * args.processes as f64
+            } else {
+                last.dist_peak_mb.iter().sum()
+            };
             let peak = last.generate_peak_mb.max(last.single_peak_mb).max(cluster) * scale / 1024.0;
             let disk = last.kgraph_mb * scale * 1.1 / 1024.0;
             let free = super::free_bytes(scratch.path())? as f64 / (1u64 << 30) as f64;

@@ -227,6 +227,19 @@ fn files_since(dir: &Path, since: SystemTime) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// A dataset file's short name for tables and charts: `soc-Slashdot0902.txt.gz` is
+/// `soc-Slashdot0902`, KONECT's `out.ego-twitter.gz` is `ego-twitter`.
+fn dataset_name(file: &str) -> String {
+    let mut name = file.strip_prefix("out.").unwrap_or(file);
+    while let Some(stem) = [".gz", ".zip", ".txt", ".mtx", ".csv", ".tsv", ".kgraph"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))
+    {
+        name = stem;
+    }
+    name.to_owned()
+}
+
 /// Free bytes for an unprivileged writer on the file system holding `dir`.
 fn free_bytes(dir: &Path) -> Result<u64> {
     let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
@@ -271,6 +284,14 @@ fn cell(v: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dataset_names_drop_extensions_and_konects_prefix() {
+        assert_eq!(dataset_name("soc-Slashdot0902.txt.gz"), "soc-Slashdot0902");
+        assert_eq!(dataset_name("out.ego-twitter.gz"), "ego-twitter");
+        assert_eq!(dataset_name("git_web_ml.zip"), "git_web_ml");
+        assert_eq!(dataset_name("soc-brightkite.mtx.gz"), "soc-brightkite");
+    }
 
     #[test]
     fn written_reads_back_tables_documents_and_charts_made_since_the_start() {

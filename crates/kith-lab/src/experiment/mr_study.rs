@@ -97,8 +97,9 @@ pub(super) fn run(args: &MrStudyArgs) -> Result<()> {
             other => bail!("unknown medium {other}: disk or tmpfs"),
         })
         .collect::<Result<_>>()?;
+    let sweep = (!args.sweep_graph.is_empty()).then_some(&args.sweep_graph);
     let missing: Vec<&String> =
-        args.graphs.iter().filter(|g| !datasets.join(g.as_str()).is_file()).collect();
+        args.graphs.iter().chain(sweep).filter(|g| !datasets.join(g.as_str()).is_file()).collect();
     ensure!(missing.is_empty(), "not in {}: {missing:?}", datasets.display());
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -247,7 +248,7 @@ impl Row {
             if (io_s / hdd_s).ln().abs() < (io_s / ssd_s).ln().abs() { "HDD" } else { "SSD" };
         let runs: u64 = report.rounds.iter().map(|r| r.spill_runs).sum();
         let passes: u64 = report.rounds.iter().map(|r| r.merge_passes).sum();
-        let name = graph_name.split('.').next().unwrap_or(graph_name).to_owned();
+        let name = super::dataset_name(graph_name);
         let line = format!(
             "{part},{name},{},{},{job},{medium},{},{},{},{},{seconds:.4},{:.4},{:.4},{:.4},{:.4},\
              {runs},{passes},{:.2},{:.2},{:.4},{},{io_s:.4},{hdd_s:.4},{ssd_s:.4},{closer}\n",

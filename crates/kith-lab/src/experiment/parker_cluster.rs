@@ -1,7 +1,8 @@
 //! `kith experiment parker-cluster`: Parker's scaling figures on the store on Cassandra.
 //! For clusters of 1, 3 and 5 nodes on loopback (replication factor min(3, nodes), QUORUM):
-//! the throughput and latency of reads (`get_user`) and writes (`put_profile`) from a closed
-//! loop of clients, and "list all friends' profiles" under `hash` and `kith` placement.
+//! the throughput and latency of reads (`get_user` at QUORUM and at ONE) and writes
+//! (`put_profile`) from a closed loop of clients, and "list all friends' profiles" under
+//! `hash` and `kith` placement.
 //! CSV + PNG. On this 2-core machine every node, and the clients, share the same two cores:
 //! more nodes add replicas' work, not capacity, which the charts show.
 
@@ -15,7 +16,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use kith_cassandra::local::{ClusterConfig, LocalCluster};
 use kith_cassandra::{BuildConfig, CassandraOptions, CassandraStore};
-use kith_store::{DataSpec, Engine, Profile};
+use kith_store::{DataSpec, Engine, Profile, ReadLevel};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
@@ -242,8 +243,10 @@ fn scaling(
     out: &mut Vec<Point>,
 ) {
     let pick = |rng: &mut Pcg64Mcg| uids[rng.random_range(0..uids.len())];
-    let runs: [(&'static str, &Op<'_>); 2] = [
+    let runs: [(&'static str, &Op<'_>); 3] = [
         ("get_user", &|rng| store.get_user(pick(rng)).is_ok()),
+        // `consistency=eventual`: the nearest replica answers alone.
+        ("get_user_one", &|rng| store.get_user_at(pick(rng), ReadLevel::One).is_ok()),
         ("put_profile", &|rng| {
             let u = pick(rng);
             store

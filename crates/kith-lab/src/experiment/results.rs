@@ -532,6 +532,11 @@ pub(super) fn results() -> Vec<ResultRow> {
                    that reads only its part of a partitioned input is not built yet, so memory \
                    per worker does not fall towards 1/P.",
         },
+        missing(
+            "LFGraph",
+            "Memory per worker falling towards 1/P with a loader that reads only its part of a \
+             partitioned input",
+        ),
         ResultRow {
             paper_ref: "MapReduce study",
             result: "Mutual friends, seconds on soc-Slashdot0902 (one machine, 64 MB shuffle): \
@@ -766,10 +771,33 @@ pub(super) fn results() -> Vec<ResultRow> {
             noise: 0.0,
             note: "",
         },
-        missing(
-            "Parker",
-            "get_user and get_profile at a chosen consistency level (only friend lists take one)",
-        ),
+        ResultRow {
+            paper_ref: "Parker",
+            result: "get_user at a chosen consistency level on Cassandra (5 nodes, RF 3): \
+                     QUORUM (strong) against ONE (eventual), p50",
+            paper: Paper::NotQuoted,
+            step: Some("parker-cluster"),
+            measure: |d| {
+                let rows = csv_table(&d.join("parker-cluster-scaling.csv"))?;
+                let most = rows.iter().filter_map(|r| r["nodes"].parse::<u64>().ok()).max();
+                let most = most.context("parker-cluster-scaling.csv has no rows")?.to_string();
+                let at = |op: &str| {
+                    rows.iter()
+                        .find(|r| r["op"] == op && r["nodes"] == most)
+                        .map(|r| (f(r, "p50_ms"), f(r, "ops_per_s")))
+                        .with_context(|| format!("no {op} row on {most} node(s)"))
+                };
+                let ((q50, q), (o50, o)) = (at("get_user")?, at("get_user_one")?);
+                text(format!(
+                    "{most} node(s): QUORUM p50 {q50:.2} ms ({q:.0} ops/s), ONE p50 {o50:.2} ms \
+                     ({o:.0} ops/s)"
+                ))
+            },
+            noise: 0.0,
+            note: "GET /users/{uid}?consistency=eventual reads at ONE. The fault trial \
+                   (crates/kith-cassandra/tests/faults.rs) shows ONE answering and QUORUM \
+                   refusing while two of three nodes are down.",
+        },
         ResultRow {
             paper_ref: "Parker on Cassandra",
             result: "get_user throughput on 1 node and on 5 (RF 3, QUORUM)",

@@ -17,7 +17,8 @@ pub(crate) enum GraphCommand {
     Import(ImportArgs),
     /// Print a graph's size, cleaning counts, degree distribution and components.
     Stats(StatsArgs),
-    /// Generate a seeded social-like graph: LFR, R-MAT (Graph500) or Barabási–Albert.
+    /// Generate a seeded graph: LFR, R-MAT (Graph500), Barabási–Albert, or the systems papers'
+    /// directed Zipf in-degree (PowerGraph) and log-normal out-degree (Pregel) graphs.
     Generate(GenerateArgs),
 }
 
@@ -130,7 +131,8 @@ pub(crate) struct GenerateArgs {
     /// Number of vertices.
     #[arg(long)]
     nodes: usize,
-    /// Mean degree (default: 20 for LFR, 32 for R-MAT, 10 for Barabási–Albert).
+    /// Mean degree (default: 20 for LFR, 32 for R-MAT, 10 for Barabási–Albert; not for zipf or
+    /// lognormal, whose laws fix it).
     #[arg(long)]
     avg_degree: Option<f64>,
     /// LFR: the largest degree (default min(50 × avg-degree, nodes / 10)).

@@ -84,6 +84,19 @@ pub(super) fn run(job: MrJob) -> Result<()> {
         "--rounds applies to mr mutual-friends only"
     );
     let three = args.rounds.as_deref() != Some("1");
+    if args.dist.is_distributed() {
+        // The timely engine shuffles in memory over the network: it has no buffer to tune.
+        let d = MrConfig::default();
+        let knobs = [
+            ("--spill-percent", args.spill_percent != d.spill_percent),
+            ("--sort-factor", args.sort_factor != d.sort_factor),
+            ("--parallel-copies", args.parallel_copies != d.parallel_copies),
+            ("--uncached", args.uncached),
+        ];
+        if let Some((flag, _)) = knobs.iter().find(|k| k.1) {
+            anyhow::bail!("{flag} tunes the single-machine engine; a cluster run does not spill");
+        }
+    }
     if args.dist.is_launcher() {
         return launch(args.dist.processes.unwrap_or(1));
     }
