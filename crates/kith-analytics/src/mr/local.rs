@@ -229,7 +229,13 @@ impl LocalEngine {
         }
         // Everything the device saw: the input, every round, and the last output read back.
         let io = self.device.counters();
-        JobReport { rounds: self.rounds, phases, io, memory_bytes: self.config.memory_bytes }
+        JobReport {
+            rounds: self.rounds,
+            phases,
+            io,
+            memory_bytes: self.config.memory_bytes,
+            spill_percent: self.config.spill_percent,
+        }
     }
 }
 

@@ -61,12 +61,27 @@ pub struct JobReport {
     pub io: IoCounters,
     /// The shuffle budget.
     pub memory_bytes: u64,
+    /// The share of the budget at which the buffer spills.
+    pub spill_percent: f64,
 }
 
 impl JobReport {
-    /// Bytes of the largest round's map output: a budget at least this large spills nothing.
+    /// Bytes of the largest round's map output, as encoded on disk.
     pub fn largest_shuffle_bytes(&self) -> u64 {
         self.rounds.iter().map(|r| r.map_output_bytes).max().unwrap_or(0)
+    }
+
+    /// The smallest budget with which no round spills: the largest round's buffer (each
+    /// record's value and length, plus its 16-byte key and index entry: 8 bytes more than
+    /// on disk) over the spill share.
+    pub fn budget_without_spills(&self) -> u64 {
+        let held = self
+            .rounds
+            .iter()
+            .map(|r| r.map_output_bytes + 8 * r.map_output_records)
+            .max()
+            .unwrap_or(0);
+        (held as f64 / self.spill_percent.clamp(f64::MIN_POSITIVE, 1.0)).ceil() as u64
     }
 
     /// Seconds the job's I/O would take on a disk and on an SSD (the models of
@@ -84,7 +99,7 @@ impl JobReport {
         let moved = io.read_bytes + io.written_bytes;
         let runs: u64 = self.rounds.iter().map(|r| r.spill_runs).sum();
         let seq = 100.0 * io.sequential_fraction();
-        let need = mb(self.largest_shuffle_bytes()).ceil().max(1.0);
+        let need = mb(self.budget_without_spills()).ceil().max(1.0);
         let (hdd, ssd) = self.io_estimates();
         let p = self.phases;
         let compute = p.map_s + p.shuffle_s + p.merge_s + p.reduce_s;

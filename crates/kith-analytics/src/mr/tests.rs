@@ -108,6 +108,12 @@ fn hadoops_knobs_change_the_runs_and_passes_not_the_result() {
     for parallel_copies in [0, 1, 5, 1000] {
         run(MrConfig { parallel_copies, ..base.clone() });
     }
+    // The budget the report advises spills nothing.
+    let (_, report) = mr_mutual_friends(&g, &base).unwrap();
+    let advised = report.budget_without_spills();
+    let (_, again) =
+        mr_mutual_friends(&g, &MrConfig { memory_bytes: advised, ..base.clone() }).unwrap();
+    assert_eq!(again.rounds[0].spill_runs, 0, "{advised} bytes advised");
     // Synced and evicted files read back the same; the time in I/O calls is counted.
     let (mf, report) = mr_mutual_friends(&g, &MrConfig { uncached: true, ..base.clone() }).unwrap();
     assert_eq!(mf, want);
