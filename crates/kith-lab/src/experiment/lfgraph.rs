@@ -249,17 +249,7 @@ pub(super) fn sssp(args: &SsspArgs) -> Result<()> {
         let kgraph_mb = std::fs::metadata(&path)?.len() as f64 / MIB;
         bar.set_message(format!("{n} vertices: SSSP, 1 process × {} threads", args.threads));
         let threads = args.threads.to_string();
-        let single = run_self(&[
-            "analyze",
-            "sssp",
-            path_s,
-            "--source",
-            "0",
-            "--json",
-            "--threads",
-            &threads,
-        ])?;
-        let report: Value = serde_json::from_str(&single.stdout).context("the SSSP report")?;
+        let (single, report) = sssp_child(path_s, &["--threads", &threads])?;
         let mut row = SsspRow {
             vertices: n,
             edges: generation["edges"].as_u64().context("the generation report has no edges")?,
@@ -279,17 +269,7 @@ pub(super) fn sssp(args: &SsspArgs) -> Result<()> {
         if args.processes > 0 {
             bar.set_message(format!("{n} vertices: SSSP on {} processes", args.processes));
             let p = args.processes.to_string();
-            let dist = run_self(&[
-                "analyze",
-                "sssp",
-                path_s,
-                "--source",
-                "0",
-                "--json",
-                "--processes",
-                &p,
-            ])?;
-            let report: Value = serde_json::from_str(&dist.stdout).context("the SSSP report")?;
+            let (dist, report) = sssp_child(path_s, &["--processes", &p])?;
             ensure!(
                 report["reachable"].as_u64() == Some(row.reachable),
                 "{n} vertices: the {}-process run reached {} vertices, the single process {}",
@@ -310,6 +290,16 @@ pub(super) fn sssp(args: &SsspArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     write_sssp(args, &rows, stopped.as_deref())
+}
+
+/// `kith analyze sssp <graph> --source 0 --json` plus `extra`, as a measured child: the run
+/// and its report.
+fn sssp_child(graph: &str, extra: &[&str]) -> Result<(crate::machine::ChildRun, Value)> {
+    let mut argv = vec!["analyze", "sssp", graph, "--source", "0", "--json"];
+    argv.extend_from_slice(extra);
+    let run = run_self(&argv)?;
+    let report = serde_json::from_str(&run.stdout).context("the SSSP report")?;
+    Ok((run, report))
 }
 
 fn write_sssp(args: &SsspArgs, rows: &[SsspRow], stopped: Option<&str>) -> Result<()> {

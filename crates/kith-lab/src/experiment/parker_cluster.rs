@@ -261,6 +261,9 @@ fn scaling(
                 .is_ok()
         }),
     ];
+    // A warm-up first, so that no op is measured on a colder cluster than the next (the
+    // first of three runs otherwise starts with cold caches and an unwarmed JVM).
+    drive(args.clients, (args.seconds / 2.0).max(1.0), runs[0].1);
     for (op, f) in runs {
         let (ops, errors, ms) = drive(args.clients, args.seconds, f);
         out.push(Point {

@@ -238,11 +238,7 @@ pub(super) fn steps() -> Vec<Step> {
             name: "device-calibration",
             reproduces: "Bondhu thesis §3.2 (sequential against random reads of the device)",
             argv: |c, s| {
-                let mut v = args(&["experiment", "device-calibration", "--out", &c.dir(s)]);
-                if c.quick {
-                    v.extend(args(&["--size-mb", "16", "--seconds", "1"]));
-                }
-                v
+                own_input(c, s, "device-calibration", &["--size-mb", "16", "--seconds", "1"])
             },
             datasets: |_| vec![],
             estimate_s: (75.0, 8.0),
@@ -289,13 +285,7 @@ pub(super) fn steps() -> Vec<Step> {
         Step {
             name: "lfgraph-sssp",
             reproduces: "LFGraph thesis Fig. 4.13 (SSSP on log-normal graphs)",
-            argv: |c, s| {
-                let mut v = args(&["experiment", "lfgraph-sssp", "--out", &c.dir(s)]);
-                if c.quick {
-                    v.extend(args(&["--sizes", "5000,10000"]));
-                }
-                v
-            },
+            argv: |c, s| own_input(c, s, "lfgraph-sssp", &["--sizes", "5000,10000"]),
             datasets: |_| vec![],
             estimate_s: (600.0, 4.0),
         },
@@ -419,6 +409,16 @@ pub(super) fn steps() -> Vec<Step> {
             estimate_s: (900.0, 90.0),
         },
     ]
+}
+
+/// `experiment <name> --out DIR` for an experiment that makes its own input, plus `quick`'s
+/// arguments with `--quick`.
+fn own_input(c: &Ctx, step: &str, name: &str, quick: &[&str]) -> Vec<String> {
+    let mut v = args(&["experiment", name, "--out", &c.dir(step)]);
+    if c.quick {
+        v.extend(args(quick));
+    }
+    v
 }
 
 fn datasize(c: &Ctx, step: &str, extra: &[&str]) -> Vec<String> {

@@ -461,11 +461,7 @@ pub(super) fn results() -> Vec<ResultRow> {
             step: Some("lfgraph-distributed"),
             measure: |d| {
                 let doc = json(d, "distributed.json")?;
-                let graphs = doc["graphs"].as_array().context("no graphs")?;
-                let g = graphs
-                    .iter()
-                    .find(|g| g["name"] == "soc-Slashdot0902")
-                    .context("no soc-Slashdot0902 in distributed.json")?;
+                let g = distributed_graph(&doc, false)?;
                 let x = g["processes"]
                     .as_array()
                     .and_then(|p| p.iter().find(|r| r["workers"] == 2))
@@ -510,12 +506,7 @@ pub(super) fn results() -> Vec<ResultRow> {
             step: Some("lfgraph-distributed"),
             measure: |d| {
                 let doc = json(d, "distributed.json")?;
-                let graphs = doc["graphs"].as_array().context("no graphs")?;
-                let g = graphs
-                    .iter()
-                    .find(|g| g["name"] == "soc-Slashdot0902")
-                    .or_else(|| graphs.first())
-                    .context("no graph in distributed.json")?;
+                let g = distributed_graph(&doc, true)?;
                 let one = g["single_thread_peak_rss_mb"].as_f64().context("no single peak")?;
                 let two = g["processes"]
                     .as_array()
@@ -826,6 +817,15 @@ pub(super) fn results() -> Vec<ResultRow> {
 }
 
 const TWIBO_SOURCE: &str = "Twibo report (distsys-twibo/twibo, final_report.pdf), Tables 3-5";
+
+/// soc-Slashdot0902's entry of `bench distributed`'s JSON; with `or_first`, the first
+/// graph's when Slashdot did not run (a `--quick` run).
+fn distributed_graph(doc: &serde_json::Value, or_first: bool) -> Result<&serde_json::Value> {
+    let graphs = doc["graphs"].as_array().context("no graphs in distributed.json")?;
+    let slashdot = graphs.iter().find(|g| g["name"] == "soc-Slashdot0902");
+    let found = if or_first { slashdot.or_else(|| graphs.first()) } else { slashdot };
+    found.context("no soc-Slashdot0902 in distributed.json")
+}
 
 /// A CSV cell as a number (NaN when absent or not a number).
 fn f(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
