@@ -71,7 +71,8 @@ export KITH_TEST_CLUSTER_DIR="$cluster_dir"
 KITH_TEST_REDIS_CLUSTER=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(",".join("redis://%s:%d" % (n["address"], n["port"]) for n in c["nodes"]))' "$cluster_dir/redis-cluster.json")
 export KITH_TEST_REDIS_CLUSTER
 
-cargo test --workspace --release
+# --no-fail-fast: one failing test binary does not hide the others' results.
+cargo test --workspace --release --no-fail-fast
 
 # Every fuzz target over its checked-in corpus, then a few seconds of fuzzing each
 # (scripts/fuzz.sh --seconds N for a real run).
