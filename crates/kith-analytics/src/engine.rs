@@ -42,6 +42,27 @@ impl InGraph {
         }
     }
 
+    /// An in-link graph from its arrays: `offsets` (n + 1 entries from 0; vertex `v`'s
+    /// in-links are `sources[offsets[v]..offsets[v + 1]]`, ascending), each vertex's
+    /// out-degree and original id. A vertex may have no in-links stored although it has
+    /// some in the graph: one process of a partitioned run holds only its own vertices'.
+    ///
+    /// # Panics
+    /// When the lengths disagree.
+    pub fn from_csr(
+        offsets: Vec<u64>,
+        sources: Vec<VertexId>,
+        out_degree: Vec<u32>,
+        ids: Vec<u64>,
+        symmetric: bool,
+    ) -> InGraph {
+        let n = out_degree.len();
+        assert_eq!(offsets.len(), n + 1, "one offset per vertex and one more");
+        assert_eq!(offsets[n], sources.len() as u64, "the last offset ends the in-links");
+        assert_eq!(ids.len(), n, "one original id per vertex");
+        InGraph { offsets, sources, out_degree, ids, weights: None, symmetric }
+    }
+
     /// The same graph with a weight on every in-link: `weights` is aligned with the in-link
     /// entries (vertex by vertex, in [`InGraph::in_links`] order).
     ///

@@ -1,5 +1,5 @@
 //! Errors of a distributed run: unreadable files, malformed hostfile lines (named by file
-//! and line), a cluster that cannot form or a worker that fails, and unacceptable arguments.
+//! and line) and partition files, a cluster that cannot form or a worker that fails, and unacceptable arguments.
 
 use std::path::PathBuf;
 
@@ -23,6 +23,14 @@ pub enum Error {
         path: PathBuf,
         /// The line, from 1 (0: the file as a whole).
         line: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A partition's file is missing, malformed or inconsistent with the others.
+    #[error("{path}: {message}")]
+    Partition {
+        /// The file (or directory).
+        path: PathBuf,
         /// What is wrong.
         message: String,
     },

@@ -40,6 +40,7 @@ mod error;
 mod mr;
 mod net;
 mod part;
+mod partition;
 mod programs;
 mod report;
 mod run;
@@ -50,6 +51,9 @@ pub use engine::{Output, Program, Totals};
 pub use error::{Error, Result};
 pub use mr::{MrJob, MrOutput, MrReport, run_mr};
 pub use part::ExchangeMode;
+pub use partition::{
+    PartitionMeta, is_partition, part_path, read_meta, read_parts, write_partition,
+};
 pub use programs::{
     Distances, Hops, MinLabel, MutualLists, PageRank, TriangleLists, mutual_friends,
     triangle_counts,
