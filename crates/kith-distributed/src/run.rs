@@ -23,16 +23,18 @@ pub fn run<P: Program + Clone + Sync>(
     program: P,
     cluster: &Cluster,
 ) -> Result<Option<Output<P::Value>>> {
+    // Links counted by out-degree, which every process holds whole even when it read only
+    // its own parts' in-links.
+    let links: u64 = (0..graph.num_vertices() as u32).map(|v| u64::from(graph.out_degree(v))).sum();
     let config = WorkerConfig {
         mode: cluster.mode,
         wait_timeout: cluster.wait_timeout,
         description: format!(
-            "{} processes x {} threads, {} exchange, {} vertices, {} in-links{}",
+            "{} processes x {} threads, {} exchange, {} vertices, {links} links{}",
             cluster.processes(),
             cluster.threads,
             cluster.mode.name(),
             graph.num_vertices(),
-            graph.num_in_links(),
             if graph.is_weighted() { ", weighted" } else { "" }
         ),
     };

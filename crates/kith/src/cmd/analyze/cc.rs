@@ -24,6 +24,7 @@ impl CcArgs {
             name: "cc",
             undirected: true,
             local_only: union_find.then_some("cc --method union-find"),
+            whole_graph: None,
         }
     }
 }

@@ -83,22 +83,34 @@ impl DistArgs {
 
 /// The JSON fields a distributed run adds, with the communication model's prediction for
 /// its worker count beside the measured values per vertex of the initial exchange (in which
-/// every value is sent).
+/// every value is sent). The model needs the whole graph: it is `null` for a run that read
+/// a partition.
 pub(super) fn report_json(
     cluster: &Cluster,
     output_report: &kith_distributed::Report,
-    graph: &kith_graph::Graph,
+    graph: Option<&kith_graph::Graph>,
 ) -> Value {
     let r = output_report;
-    let model = kith_distributed::overhead(&CommModel::new(graph), r.workers);
-    let predicted = match cluster.mode {
-        ExchangeMode::FetchOnce => model.lfgraph,
-        ExchangeMode::PerEdge => model.pregel,
-    };
     let first = r.per_step.first();
     let initial = first.map_or(0.0, |s| s.messages.mean * r.workers as f64);
     let initial_bytes = first.map_or(0.0, |s| s.bytes.mean * r.workers as f64);
-    let n = graph.num_nodes().max(1) as f64;
+    let model = graph.map(|graph| {
+        let model = kith_distributed::overhead(&CommModel::new(graph), r.workers);
+        let predicted = match cluster.mode {
+            ExchangeMode::FetchOnce => model.lfgraph,
+            ExchangeMode::PerEdge => model.pregel,
+        };
+        let n = graph.num_nodes().max(1) as f64;
+        json!({
+            "servers": r.workers,
+            "predicted_values_per_vertex": predicted,
+            "measured_values_per_vertex": initial / n,
+            // In bytes, at the measured bytes per value of this run's encoding.
+            "predicted_bytes_all_changed": predicted * n * initial_bytes / initial.max(1.0),
+            "measured_bytes_all_changed": initial_bytes,
+            "compute_max_over_mean": model.compute_max_over_mean,
+        })
+    });
     json!({
         "processes": cluster.processes(),
         "threads_per_process": cluster.threads,
@@ -110,15 +122,7 @@ pub(super) fn report_json(
         "compute_s": r.compute_s,
         "exchange_s": r.exchange_s,
         "per_step": r.per_step,
-        "model": {
-            "servers": r.workers,
-            "predicted_values_per_vertex": predicted,
-            "measured_values_per_vertex": initial / n,
-            // In bytes, at the measured bytes per value of this run's encoding.
-            "predicted_bytes_all_changed": predicted * n * initial_bytes / initial.max(1.0),
-            "measured_bytes_all_changed": initial_bytes,
-            "compute_max_over_mean": model.compute_max_over_mean,
-        },
+        "model": model,
     })
 }
 

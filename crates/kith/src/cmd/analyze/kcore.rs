@@ -7,7 +7,7 @@ use serde_json::json;
 use super::runner::{Algorithm, Job, Outcome};
 
 pub(super) const KCORE: Algorithm =
-    Algorithm { name: "kcore", undirected: true, local_only: Some("kcore") };
+    Algorithm { name: "kcore", undirected: true, local_only: Some("kcore"), whole_graph: None };
 
 pub(super) fn kcore(job: &mut Job<'_>) -> Result<Option<Outcome>> {
     let ig = &job.ig;

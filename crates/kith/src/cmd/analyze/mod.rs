@@ -12,6 +12,7 @@ mod launcher;
 mod mr;
 mod mutual;
 mod pagerank;
+mod partitioned;
 mod runner;
 mod sssp;
 mod triangles;
@@ -52,13 +53,15 @@ pub(crate) fn run(command: AnalyzeCommand) -> Result<()> {
         AnalyzeCommand::Pagerank(a) => {
             run_algorithm(&a.common, &pagerank::PAGERANK, |job| pagerank::pagerank(job, &a))
         }
-        AnalyzeCommand::Sssp(a) => run_algorithm(&a.common, &sssp::SSSP, |job| sssp::sssp(job, &a)),
+        AnalyzeCommand::Sssp(a) => {
+            run_algorithm(&a.common, &a.algorithm(), |job| sssp::sssp(job, &a))
+        }
         AnalyzeCommand::Cc(a) => run_algorithm(&a.common, &a.algorithm(), |job| cc::cc(job, &a)),
         AnalyzeCommand::Triangles(a) => {
             run_algorithm(&a.common, &triangles::TRIANGLES, |job| triangles::triangles(job, &a))
         }
         AnalyzeCommand::MutualFriends(a) => {
-            run_algorithm(&a.common, &mutual::MUTUAL_FRIENDS, |job| mutual::mutual_friends(job, &a))
+            run_algorithm(&a.common, &a.algorithm(), |job| mutual::mutual_friends(job, &a))
         }
         AnalyzeCommand::Clustering(a) => {
             run_algorithm(&a, &triangles::CLUSTERING, triangles::clustering)

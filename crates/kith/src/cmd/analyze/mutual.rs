@@ -8,9 +8,6 @@ use serde_json::json;
 
 use super::runner::{Algorithm, CommonArgs, Job, Outcome, Ran};
 
-pub(super) const MUTUAL_FRIENDS: Algorithm =
-    Algorithm { name: "mutual-friends", undirected: true, local_only: None };
-
 #[derive(Debug, Args)]
 pub(crate) struct MutualArgs {
     #[command(flatten)]
@@ -21,6 +18,17 @@ pub(crate) struct MutualArgs {
     /// How many people to suggest.
     #[arg(long, default_value_t = 10)]
     top: usize,
+}
+
+impl MutualArgs {
+    pub(super) fn algorithm(&self) -> Algorithm {
+        Algorithm {
+            name: "mutual-friends",
+            undirected: true,
+            local_only: None,
+            whole_graph: self.user.map(|_| "--user (friends of friends anywhere in the graph)"),
+        }
+    }
 }
 
 pub(super) fn mutual_friends(job: &mut Job<'_>, a: &MutualArgs) -> Result<Option<Outcome>> {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::runner::{Algorithm, CommonArgs, Job, Outcome, Ran};
 
 pub(super) const PAGERANK: Algorithm =
-    Algorithm { name: "pagerank", undirected: false, local_only: None };
+    Algorithm { name: "pagerank", undirected: false, local_only: None, whole_graph: None };
 
 #[derive(Debug, Args)]
 pub(crate) struct PageRankArgs {

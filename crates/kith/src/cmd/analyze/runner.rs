@@ -1,6 +1,7 @@
 //! What every `kith analyze <algorithm>` shares, written once: the common arguments, the
 //! choice between this machine and a cluster (`--processes` launches one, `--hostfile`
-//! joins one), loading and relabelling the graph, the thread pool, timing, the `--out`
+//! joins one), loading and relabelling the graph (or reading this process's parts of a
+//! partition, `partitioned.rs`), the thread pool, timing, the `--out`
 //! CSV, and the JSON or text report with the verification's verdict. Each algorithm's
 //! module says only what is specific to it, as a function from a [`Job`] to an
 //! [`Outcome`].
@@ -19,24 +20,27 @@ use serde_json::{Value, json};
 
 use super::cluster::{self, DistArgs};
 use super::launcher::launch;
+use super::partitioned::{self, Input, Shape};
 
 /// The arguments of every algorithm.
 #[derive(Debug, Args)]
 pub(crate) struct CommonArgs {
+    /// The graph, or a partition of it (a directory from `kith graph partition`), of which
+    /// each process of a cluster reads only its own workers' parts.
     #[command(flatten)]
-    input: GraphInput,
+    pub(super) input: GraphInput,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
     /// Check the result against a sequential implementation.
     #[arg(long)]
-    verify: bool,
+    pub(super) verify: bool,
     /// Relabel the graph before running, by this layout file (from `kith layout compute`):
     /// users placed together get neighbouring ids, so their values share cache lines; or by
     /// `degree` (most in-links first), which packs the values read most on an undirected
     /// graph (a layout file named `degree` is given as `./degree`).
     #[arg(long, value_name = "LAYOUT|degree")]
-    order: Option<PathBuf>,
+    pub(super) order: Option<PathBuf>,
     /// Write per-user results as CSV (original id, value).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -55,6 +59,9 @@ pub(super) struct Algorithm {
     pub(super) undirected: bool,
     /// It has no distributed form: what the refusal of `--processes`/`--hostfile` names.
     pub(super) local_only: Option<&'static str>,
+    /// What of this run needs the whole graph, so that a process of a partitioned run
+    /// cannot do it (the refusal's words).
+    pub(super) whole_graph: Option<&'static str>,
 }
 
 /// What an algorithm computed, for the runner to write and report.
@@ -73,9 +80,13 @@ pub(super) struct Outcome {
 
 /// One run of an algorithm: the loaded graph and where vertex programs run.
 pub(super) struct Job<'a> {
-    /// The graph as loaded (symmetrised for an undirected algorithm).
-    pub(super) graph: &'a Graph,
-    /// Its in-links, relabelled by `--order` if given.
+    /// The graph as loaded (symmetrised for an undirected algorithm); `None` when read from
+    /// a partition.
+    graph: Option<&'a Graph>,
+    /// Whether the graph keeps edge direction.
+    pub(super) directed: bool,
+    /// Its in-links, relabelled by `--order` if given; from a partition read by a process of
+    /// a cluster, only its own workers' (every user's id and out-degree are there).
     pub(super) ig: Arc<InGraph>,
     /// `--verify`: compare the result with a sequential implementation.
     pub(super) verify: bool,
@@ -125,10 +136,11 @@ impl Job<'_> {
 
     /// The vertex of user `uid` (an original id given with `flag`), relabelled like the graph.
     pub(super) fn vertex(&self, flag: &str, uid: u64) -> Result<VertexId> {
-        let v = self
-            .graph
-            .dense_id(uid)
-            .with_context(|| format!("{flag} {uid} is not a user of the graph"))?;
+        let v = match self.graph {
+            Some(g) => g.dense_id(uid),
+            None => self.ig.original_ids().iter().position(|&x| x == uid).map(|p| p as VertexId),
+        }
+        .with_context(|| format!("{flag} {uid} is not a user of the graph"))?;
         Ok(self.position.as_ref().map_or(v, |p| p[v as usize]))
     }
 
@@ -176,7 +188,13 @@ pub(super) fn run(
         cluster::unsupported(what)?;
     }
     if common.dist.is_launcher() {
-        return launch(common.dist.processes.unwrap_or(1));
+        let processes = common.dist.processes.unwrap_or(1);
+        if common.input.graph.is_dir() {
+            // Refused here once rather than by every process.
+            let threads = common.threads.unwrap_or(1);
+            partitioned::check(common, algorithm, Some((processes, threads)))?;
+        }
+        return launch(processes);
     }
     let cluster = if common.dist.is_distributed() {
         // One worker thread per process unless told otherwise: local clusters share cores.
@@ -196,19 +214,29 @@ fn analyze(
     cluster: Option<&Cluster>,
     body: impl FnOnce(&mut Job<'_>) -> Result<Option<Outcome>>,
 ) -> Result<()> {
-    let graph =
-        if algorithm.undirected { common.input.load_undirected()? } else { common.input.load()? };
-    let busy = spinner(&format!(
-        "{} on {} users, {} edges",
-        algorithm.name,
-        graph.num_nodes(),
-        graph.num_edges()
-    ));
+    let input = if common.input.graph.is_dir() {
+        partitioned::read(common, algorithm, cluster)?
+    } else if algorithm.undirected {
+        Input::Whole(common.input.load_undirected()?)
+    } else {
+        Input::Whole(common.input.load()?)
+    };
+    let shape = input.shape();
+    let busy =
+        spinner(&format!("{} on {} users, {} edges", algorithm.name, shape.users, shape.edges));
     if cluster.is_some_and(|c| c.process != 0) {
         busy.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
+    // Timed from the loaded input: a graph file's in-links are built here, a partition's
+    // were read with it (its `read_s` is in the report).
     let start = Instant::now();
-    let mut ig = InGraph::new(&graph);
+    let (graph, mut ig, partition) = match input {
+        Input::Parts { ig, report, .. } => (None, ig, Some(report)),
+        Input::Whole(g) => {
+            let ig = InGraph::new(&g);
+            (Some(g), ig, None)
+        }
+    };
     let mut position = None;
     let mut ordering = json!({});
     if let Some(path) = &common.order {
@@ -216,7 +244,8 @@ fn analyze(
         let order = if path.as_os_str() == "degree" {
             ig.degree_order()
         } else {
-            kith_layout::read_layout(path, &graph)?.order().to_vec()
+            let graph = graph.as_ref().context("--order needs the graph file")?;
+            kith_layout::read_layout(path, graph)?.order().to_vec()
         };
         let read_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
@@ -231,16 +260,25 @@ fn analyze(
     let ig = Arc::new(ig);
     let prepare_s = start.elapsed().as_secs_f64();
     let out = common.out.is_some();
-    let mut job =
-        Job { graph: &graph, ig, verify: common.verify, out, position, cluster, report: None };
+    let mut job = Job {
+        graph: graph.as_ref(),
+        directed: shape.directed,
+        ig,
+        verify: common.verify,
+        out,
+        position,
+        cluster,
+        report: None,
+    };
     let Some(outcome) = body(&mut job)? else { return Ok(()) };
     let seconds = start.elapsed().as_secs_f64();
     busy.finish_and_clear();
     if let Some(path) = &common.out {
         write_csv(path, &outcome)?;
     }
-    let run = Timing { threads, seconds, prepare_s, ordering };
-    report(common, algorithm.name, &graph, cluster.zip(job.report.as_ref()), run, outcome)
+    let run = Timing { threads, seconds, prepare_s, ordering, partition };
+    let distributed = cluster.zip(job.report.as_ref());
+    report(common, algorithm.name, (&shape, graph.as_ref()), distributed, run, outcome)
 }
 
 /// How a run went apart from its results: for the report.
@@ -252,6 +290,8 @@ struct Timing {
     prepare_s: f64,
     /// `--order`'s own times (reading the layout, relabelling).
     ordering: Value,
+    /// What was read of a partition, when the input was one.
+    partition: Option<Value>,
 }
 
 /// The `--out` CSV: the header, then one line per row.
@@ -268,17 +308,18 @@ fn write_csv(path: &std::path::Path, outcome: &Outcome) -> Result<()> {
 fn report(
     common: &CommonArgs,
     name: &str,
-    graph: &Graph,
+    (shape, graph): (&Shape, Option<&Graph>),
     distributed: Option<(&Cluster, &Report)>,
     run: Timing,
     outcome: Outcome,
 ) -> Result<()> {
-    let Timing { threads, seconds, prepare_s, ordering } = run;
+    let Timing { threads, seconds, prepare_s, ordering, partition } = run;
     let Outcome { summary, verified, steps, .. } = outcome;
+    let (users, edges) = (shape.users, shape.edges);
     let mut report = json!({"algorithm": name, "seconds": seconds, "threads": threads,
-        "users": graph.num_nodes(), "edges": graph.num_edges(), "steps": steps,
+        "users": users, "edges": edges, "steps": steps,
         "order": common.order.as_ref().map(|p| p.display().to_string()),
-        "prepare_s": prepare_s, "ordering": ordering});
+        "prepare_s": prepare_s, "ordering": ordering, "partition": partition});
     if let Some(v) = verified {
         report["verified"] = json!(v);
     }
@@ -294,11 +335,7 @@ fn report(
     if common.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
-            "{name} on {} users, {} edges, {threads} threads: {seconds:.3} s",
-            graph.num_nodes(),
-            graph.num_edges()
-        );
+        println!("{name} on {users} users, {edges} edges, {threads} threads: {seconds:.3} s");
         for (k, v) in summary.as_object().expect("object") {
             println!("  {k}: {v}");
         }

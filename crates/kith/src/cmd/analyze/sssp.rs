@@ -12,8 +12,6 @@ use serde_json::json;
 
 use super::runner::{Algorithm, CommonArgs, Job, Outcome, Ran};
 
-pub(super) const SSSP: Algorithm = Algorithm { name: "sssp", undirected: false, local_only: None };
-
 #[derive(Debug, Args)]
 pub(crate) struct SsspArgs {
     #[command(flatten)]
@@ -25,6 +23,17 @@ pub(crate) struct SsspArgs {
     /// third column is a weight). Links not listed weigh 1; negative weights are refused.
     #[arg(long)]
     weights: Option<PathBuf>,
+}
+
+impl SsspArgs {
+    pub(super) fn algorithm(&self) -> Algorithm {
+        Algorithm {
+            name: "sssp",
+            undirected: false,
+            local_only: None,
+            whole_graph: self.weights.as_ref().map(|_| "--weights (matched against every link)"),
+        }
+    }
 }
 
 pub(super) fn sssp(job: &mut Job<'_>, a: &SsspArgs) -> Result<Option<Outcome>> {
@@ -71,7 +80,7 @@ fn weighted(
     source: VertexId,
     path: &std::path::Path,
 ) -> Result<Option<Outcome>> {
-    let (weighted, read) = kith_analytics::read_weights(&job.ig, job.graph.is_directed(), path)?;
+    let (weighted, read) = kith_analytics::read_weights(&job.ig, job.directed, path)?;
     let weighted = Arc::new(weighted);
     let (dist, steps) =
         match job.distribute(&weighted, || kith_distributed::Distances { source })? {

@@ -11,10 +11,14 @@ use serde_json::json;
 use super::runner::{Algorithm, CommonArgs, Job, Outcome, Ran};
 
 pub(super) const TRIANGLES: Algorithm =
-    Algorithm { name: "triangles", undirected: true, local_only: None };
+    Algorithm { name: "triangles", undirected: true, local_only: None, whole_graph: None };
 
-pub(super) const CLUSTERING: Algorithm =
-    Algorithm { name: "clustering", undirected: true, local_only: Some("clustering") };
+pub(super) const CLUSTERING: Algorithm = Algorithm {
+    name: "clustering",
+    undirected: true,
+    local_only: Some("clustering"),
+    whole_graph: None,
+};
 
 #[derive(Debug, Args)]
 pub(crate) struct TriangleArgs {
