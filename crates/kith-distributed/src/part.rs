@@ -91,8 +91,11 @@ impl Part {
             Subscriptions { wanted: vec![Vec::new(); workers], slots: vec![Vec::new(); workers] };
         let mut offsets = Vec::with_capacity(locals + 1);
         offsets.push(0u64);
-        let mut sources = Vec::new();
-        let mut weights = graph.is_weighted().then(Vec::new);
+        // Sized exactly: grown by doubling, the largest array of a part would briefly take
+        // three times its size (the old and the new buffer), which set the peak.
+        let links: usize = globals.iter().map(|&v| graph.in_links(v).len()).sum();
+        let mut sources = Vec::with_capacity(links);
+        let mut weights = graph.is_weighted().then(|| Vec::with_capacity(links));
         for i in 0..locals {
             let v = globals[i];
             for &u in graph.in_links(v) {

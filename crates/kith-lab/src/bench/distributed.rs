@@ -1,10 +1,14 @@
 //! `kith bench distributed`: timely PageRank on P local processes beside the single-machine
 //! engine. Per graph: bytes sent under fetch-once and per-edge exchange for 2…8 workers
 //! (with the communication model's prediction), and COST (McSherry et al.): the fewest
-//! workers whose run beats the best single-thread run. Every run is a `kith analyze` child,
-//! so processes start, connect and load the graph as a user's would.
+//! workers whose run beats the best single-thread run. Memory: peak memory per worker on a
+//! Pregel-style log-normal graph when each process reads only its own parts of a partition
+//! (`kith graph partition`), beside every process loading the whole graph and beside a
+//! process's own memory on an empty graph. Every run is a `kith analyze` child, so
+//! processes start, connect and load the graph as a user's would.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result, ensure};
 use clap::Args;
@@ -25,6 +29,9 @@ pub struct DistributedBenchArgs {
     /// Worker counts (one process each) for the exchange comparison and COST.
     #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
     workers: Vec<usize>,
+    /// Vertices of the log-normal graph (mean out-degree 127) of the memory runs.
+    #[arg(long, default_value_t = 200_000)]
+    memory_nodes: usize,
     /// PageRank iterations per run.
     #[arg(long, default_value_t = 20)]
     iterations: usize,
@@ -40,11 +47,22 @@ pub struct DistributedBenchArgs {
     replot: Option<PathBuf>,
 }
 
-/// Runs `kith analyze pagerank` with `extra` arguments `repeat` times; the fastest run's JSON.
+/// Runs `kith analyze pagerank` with `extra` arguments `args.repeat` times; the fastest
+/// run's JSON.
 fn pagerank(graph: &[String], extra: &[&str], args: &DistributedBenchArgs) -> Result<Value> {
-    let iterations = args.iterations.to_string();
+    pagerank_runs(graph, extra, args.iterations, args.repeat)
+}
+
+/// [`pagerank`] with its own iterations and repeats.
+fn pagerank_runs(
+    graph: &[String],
+    extra: &[&str],
+    iterations: usize,
+    repeat: usize,
+) -> Result<Value> {
+    let iterations = iterations.to_string();
     let mut best: Option<Value> = None;
-    for _ in 0..args.repeat.max(1) {
+    for _ in 0..repeat.max(1) {
         let mut argv: Vec<&str> = vec!["analyze", "pagerank"];
         argv.extend(graph.iter().map(String::as_str));
         argv.extend(["--iterations", &iterations, "--json"]);
@@ -172,6 +190,7 @@ pub(super) fn run(args: DistributedBenchArgs) -> Result<()> {
             }));
         }
     }
+    let memory = memory(&args, scratch.path(), &|m| bar.set_message(m))?;
     bar.set_message("the communication model");
     let dir = out.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut model = Vec::new();
@@ -194,6 +213,7 @@ pub(super) fn run(args: DistributedBenchArgs) -> Result<()> {
         "repeat": args.repeat,
         "graphs": graphs,
         "mapreduce": mapreduce,
+        "memory": memory,
         "model": model,
     });
     write_json(&out, &report)?;
@@ -203,7 +223,96 @@ pub(super) fn run(args: DistributedBenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Peak memory per worker, PageRank on W processes of one thread for W = 1 and each worker
+/// count, on a generated log-normal graph (Pregel's, mean out-degree 127, so that links
+/// outweigh per-vertex arrays): each process reading only its own parts of a partition,
+/// every process loading the whole graph, and a process on an empty graph (what a process
+/// of a W-process cluster takes before any graph). One run each: peaks barely vary.
+fn memory(args: &DistributedBenchArgs, scratch: &Path, say: &dyn Fn(String)) -> Result<Value> {
+    let text = |p: &Path| p.to_str().map(str::to_owned).context("a UTF-8 path");
+    let graph = scratch.join("lognormal.kgraph");
+    let nodes = args.memory_nodes.to_string();
+    say(format!("memory: generating a log-normal graph of {nodes} users"));
+    run_self(&[
+        "graph",
+        "generate",
+        "--model",
+        "lognormal",
+        "--nodes",
+        &nodes,
+        "--seed",
+        "1",
+        "-o",
+        &text(&graph)?,
+    ])?;
+    let empty = scratch.join("empty.txt");
+    std::fs::write(&empty, "1 2\n")?;
+    let max = |r: &Value| {
+        r["peak_rss_mb"]
+            .as_array()
+            .map_or(0.0, |p| p.iter().filter_map(Value::as_f64).fold(0.0, f64::max))
+    };
+    let mut rows = Vec::new();
+    let (mut users, mut edges) = (Value::Null, Value::Null);
+    let counts = std::iter::once(1).chain(args.workers.iter().copied().filter(|&w| w > 1));
+    for w in counts {
+        let w_text = w.to_string();
+        let cluster = ["--processes", w_text.as_str()];
+        let (dir, empty_dir) =
+            (scratch.join(format!("parts-{w}")), scratch.join(format!("empty-{w}")));
+        say(format!("memory: cutting {w} parts"));
+        let t = Instant::now();
+        for (g, d) in [(&graph, &dir), (&empty, &empty_dir)] {
+            run_self(&["graph", "partition", &text(g)?, "--parts", &w_text, "-o", &text(d)?])?;
+        }
+        let partition_s = t.elapsed().as_secs_f64();
+        say(format!("memory: {w} processes, each reading its parts"));
+        let own = pagerank_runs(&[text(&dir)?], &cluster, args.iterations, 1)?;
+        say(format!("memory: {w} processes, each loading the whole graph"));
+        let whole = pagerank_runs(&[text(&graph)?], &cluster, args.iterations, 1)?;
+        say(format!("memory: {w} processes on an empty graph"));
+        let base = pagerank_runs(&[text(&empty_dir)?], &cluster, 1, 1)?;
+        (users, edges) = (own["users"].clone(), own["edges"].clone());
+        let baseline = max(&base);
+        rows.push(json!({"workers": w, "baseline_rss_mb": baseline,
+            "partitioned": {"peak_rss_mb": own["peak_rss_mb"], "max_peak_rss_mb": max(&own),
+                "graph_mb": max(&own) - baseline, "run_s": own["run_s"],
+                "read_s": own["partition"]["read_s"],
+                "in_links_read_by_process_0": own["partition"]["in_links_read"],
+                "partition_s": partition_s},
+            "whole": {"peak_rss_mb": whole["peak_rss_mb"], "max_peak_rss_mb": max(&whole),
+                "graph_mb": max(&whole) - baseline, "run_s": whole["run_s"]}}));
+        for d in [&dir, &empty_dir] {
+            std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
+        }
+    }
+    // Memory for the graph (above a process's own) against one process's, beside 1/W.
+    let one = rows.first().and_then(|r| r["partitioned"]["graph_mb"].as_f64()).unwrap_or(f64::NAN);
+    for r in &mut rows {
+        let w = r["workers"].as_f64().unwrap_or(1.0);
+        r["graph_mb_over_one_process"] =
+            json!(r["partitioned"]["graph_mb"].as_f64().unwrap_or(0.0) / one);
+        r["ideal_over_one_process"] = json!(1.0 / w);
+    }
+    Ok(json!({"graph": format!("lognormal-{nodes}"), "users": users, "edges": edges,
+        "iterations": args.iterations, "rows": rows}))
+}
+
 fn print_summary(report: &Value) {
+    let m = &report["memory"];
+    for r in m["rows"].as_array().into_iter().flatten() {
+        let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+        crate::say!(
+            "memory, PageRank on {} ({} processes): largest worker {:.0} MB reading its parts, {:.0} MB loading the whole graph, {:.0} MB on an empty graph; graph memory {:.2} x one process's (1/W = {:.2})",
+            m["graph"].as_str().unwrap_or("?"),
+            r["workers"],
+            f(&r["partitioned"]["max_peak_rss_mb"]),
+            f(&r["whole"]["max_peak_rss_mb"]),
+            f(&r["baseline_rss_mb"]),
+            f(&r["graph_mb_over_one_process"]),
+            f(&r["ideal_over_one_process"])
+        );
+    }
     for m in report["mapreduce"].as_array().into_iter().flatten() {
         let p = &m["phases"];
         crate::say!(
@@ -313,6 +422,52 @@ fn plots(report: &Value, out: &Path) -> Result<()> {
             title: "COST: PageRank time relative to the best single-thread run (below 1 beats it)",
             x_label: "workers",
             y_label: "time / single-thread time",
+            log2_x: true,
+        },
+        &series,
+    )?;
+    memory_plot(report, out)
+}
+
+/// Peak memory of the largest worker against workers on the memory runs' graph: reading
+/// its own parts, loading the whole graph, on an empty graph, and one process's graph
+/// memory divided by W above the empty graph's.
+fn memory_plot(report: &Value, out: &Path) -> Result<()> {
+    let m = &report["memory"];
+    let Some(rows) = m["rows"].as_array().filter(|r| !r.is_empty()) else { return Ok(()) };
+    let points = |peak: &dyn Fn(&Value) -> Option<f64>| {
+        rows.iter().filter_map(|r| Some((r["workers"].as_f64()?, peak(r)?))).collect::<Vec<_>>()
+    };
+    let one = rows[0]["partitioned"]["graph_mb"].as_f64().unwrap_or(0.0);
+    let series = vec![
+        Series {
+            name: "every process loads the whole graph".into(),
+            points: points(&|r| r["whole"]["max_peak_rss_mb"].as_f64()),
+        },
+        Series {
+            name: "each process reads its own parts".into(),
+            points: points(&|r| r["partitioned"]["max_peak_rss_mb"].as_f64()),
+        },
+        Series {
+            name: "empty graph + 1/W of one process's graph memory".into(),
+            points: points(&|r| {
+                Some(r["baseline_rss_mb"].as_f64()? + one / r["workers"].as_f64()?)
+            }),
+        },
+        Series {
+            name: "a process on an empty graph".into(),
+            points: points(&|r| r["baseline_rss_mb"].as_f64()),
+        },
+    ];
+    line_chart(
+        &out.with_file_name("distributed-memory.png"),
+        &LineChart {
+            title: &format!(
+                "PageRank on {}: peak memory of the largest worker",
+                m["graph"].as_str().unwrap_or("?")
+            ),
+            x_label: "workers (one process each)",
+            y_label: "peak RSS per worker (MB)",
             log2_x: true,
         },
         &series,

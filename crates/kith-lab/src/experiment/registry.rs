@@ -291,19 +291,20 @@ pub(super) fn steps() -> Vec<Step> {
         },
         Step {
             name: "lfgraph-distributed",
-            reproduces: "LFGraph: fetch-once against per-edge exchange, COST",
+            reproduces: "LFGraph: fetch-once against per-edge exchange, COST, memory per worker",
             argv: |c, s| {
                 let json = format!("{}/distributed.json", c.dir(s));
                 let mut v = args(&["bench", "distributed", "--out", &json]);
                 v.extend(["--datasets".to_owned(), c.datasets.display().to_string()]);
                 if c.quick {
                     v.extend(args(&["--lfr-nodes", "3000", "--workers", "2", "--repeat", "1"]));
+                    v.extend(args(&["--memory-nodes", "5000"]));
                     v.extend(args(&["--iterations", "3"]));
                 }
                 v
             },
             datasets: |_| vec!["soc-Slashdot0902.txt.gz", "wiki-Vote.txt.gz"],
-            estimate_s: (900.0, 30.0),
+            estimate_s: (1100.0, 40.0),
         },
         Step {
             name: "mapreduce",

@@ -71,10 +71,6 @@ fn text(text: String) -> Result<Measured> {
     Ok(Measured { text, value: None })
 }
 
-fn unmeasured(_: &Path) -> Result<Measured> {
-    bail!("not reproduced yet")
-}
-
 /// Twibo's peaks (Table 3): configuration, the result, Twibo's requests/s.
 const TWIBO_PEAKS: [(&str, &str, &str, f64); 4] = [
     ("pull", "Peak requests/s, pull", "333 req/s", 333.0),
@@ -554,18 +550,6 @@ const TWIBO_SOURCE: &str = "Twibo report (distsys-twibo/twibo, final_report.pdf)
 /// A CSV cell as a number (NaN when absent or not a number).
 fn f(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
     row.get(key).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
-}
-
-fn missing(paper_ref: &'static str, result: &'static str) -> ResultRow {
-    ResultRow {
-        paper_ref,
-        result,
-        paper: Paper::NotQuoted,
-        step: None,
-        measure: unmeasured,
-        noise: 0.0,
-        note: "Not reproduced yet (kith issue 23).",
-    }
 }
 
 fn datasize_improvement(dir: &Path, file: &str, size: &str, col: &str) -> Result<Measured> {
