@@ -87,7 +87,12 @@ pub fn read_parts(dir: &Path, meta: &PartitionMeta, parts: Range<usize>) -> Resu
     };
     let path = vertices_path(dir);
     let mut file = KpartReader::open(&path, &header(KIND_VERTICES, 0, meta.users, 0))?;
-    let ids = file.read_all::<u64>("original ids", n, |_| Ok(()))?;
+    let ids = file.read_all::<u64>("original ids", n, |ids| {
+        match ids.windows(2).position(|p| p[0] >= p[1]) {
+            Some(i) => Err(format!("not strictly ascending at dense id {}", i + 1)),
+            None => Ok(()),
+        }
+    })?;
     let mut sum = 0u64;
     let out_degree = file.read_all::<u32>("out-degrees", n, |piece| {
         sum += piece.iter().map(|&d| u64::from(d)).sum::<u64>();
