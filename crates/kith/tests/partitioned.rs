@@ -41,6 +41,11 @@ fn same(algorithm: &str, got: &HashMap<String, String>, want: &HashMap<String, S
     }
 }
 
+/// A directed Zipf in-degree graph (PowerGraph's) of `nodes` users.
+fn zipf_graph(path: &Path, nodes: &str, seed: &str) {
+    ok(&["graph", "generate", "--model", "zipf", "--nodes", nodes, "--seed", seed, "-o", p(path)]);
+}
+
 fn partition(graph: &Path, parts: usize, dir: &Path) -> serde_json::Value {
     let parts = parts.to_string();
     json(&ok(&["graph", "partition", p(graph), "--parts", &parts, "-o", p(dir), "--json"]))
@@ -52,18 +57,7 @@ fn partitioned_runs_equal_the_whole_graph_on_every_process_count() {
     let friends = dir.path().join("friends.kgraph");
     common::lfr_graph(&friends, "2000", "10", "5");
     let follows = dir.path().join("follows.kgraph");
-    ok(&[
-        "graph",
-        "generate",
-        "--model",
-        "zipf",
-        "--nodes",
-        "2000",
-        "--seed",
-        "3",
-        "-o",
-        p(&follows),
-    ]);
+    zipf_graph(&follows, "2000", "3");
     let undirected: &[&[&str]] =
         &[&["pagerank"], &["sssp", "--source", "7"], &["cc"], &["triangles"], &["mutual-friends"]];
     let directed: &[&[&str]] = &[&["pagerank"], &["sssp", "--source", "7"]];
@@ -143,18 +137,7 @@ fn what_a_partition_cannot_give_is_refused() {
     // A directed partition is no input for an algorithm on friendships.
     let directed = dir.path().join("directed");
     let follows = dir.path().join("follows.kgraph");
-    ok(&[
-        "graph",
-        "generate",
-        "--model",
-        "zipf",
-        "--nodes",
-        "500",
-        "--seed",
-        "1",
-        "-o",
-        p(&follows),
-    ]);
+    zipf_graph(&follows, "500", "1");
     ok(&["graph", "partition", p(&follows), "--parts", "2", "-o", p(&directed)]);
     let e = fails(&["analyze", "cc", p(&directed), "--processes", "2"]);
     assert!(e.contains("runs on friendships"), "{e}");
