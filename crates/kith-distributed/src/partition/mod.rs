@@ -135,14 +135,15 @@ impl Header {
         })
     }
 
-    /// The file's whole length: header, sections, checksum.
+    /// The file's whole length: header, sections, checksum (saturating: counts from a
+    /// damaged `meta.json` must not overflow, only fail to match the file).
     fn file_len(&self) -> u64 {
         let body = if self.kind == KIND_VERTICES {
-            self.vertices * 12
+            self.vertices.saturating_mul(12)
         } else {
-            self.vertices * 8 + self.links * 4
+            self.vertices.saturating_mul(8).saturating_add(self.links.saturating_mul(4))
         };
-        HEADER_BYTES as u64 + body + TRAILER_BYTES
+        body.saturating_add(HEADER_BYTES as u64 + TRAILER_BYTES)
     }
 }
 
