@@ -230,7 +230,10 @@ pub(super) fn steps() -> Vec<Step> {
         Step {
             name: "bondhu-organ-pipe",
             reproduces: "Bondhu thesis §5.8 (organ pipe against ParCom)",
-            argv: |c, s| variants(c, s, "default,organ-pipe,parcom", "default,organ-pipe,parcom"),
+            argv: |c, s| {
+                let methods = "default,random,organ-pipe,parcom";
+                variants(c, s, methods, methods)
+            },
             datasets: datasize_data,
             estimate_s: (500.0, 5.0),
         },
