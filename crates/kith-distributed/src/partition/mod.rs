@@ -38,6 +38,8 @@ const KIND_VERTICES: u32 = 1;
 const KIND_PART: u32 = 2;
 /// `meta.json`'s `format`.
 const FORMAT: &str = "kith-partition";
+/// The most parts a partition may have (workers of one run).
+pub(crate) const MAX_PARTS: usize = 1 << 16;
 
 /// What `meta.json` says of a partition.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,8 +11,8 @@ use kith_graph::VertexId;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::{
-    FORMAT, HEADER_BYTES, Header, KIND_PART, KIND_VERTICES, PartitionMeta, VERSION, invalid, io,
-    meta_path, part_path, vertices_path,
+    FORMAT, HEADER_BYTES, Header, KIND_PART, KIND_VERTICES, MAX_PARTS, PartitionMeta, VERSION,
+    invalid, io, meta_path, part_path, vertices_path,
 };
 use crate::error::Result;
 use crate::part::owner;
@@ -42,8 +42,8 @@ pub fn read_meta(dir: &Path) -> Result<PartitionMeta> {
     if meta.version != VERSION {
         return bad(format!("version {} (this build reads {VERSION})", meta.version));
     }
-    if meta.parts == 0 || u32::try_from(meta.parts).is_err() {
-        return bad(format!("parts is {}", meta.parts));
+    if meta.parts == 0 || meta.parts > MAX_PARTS {
+        return bad(format!("parts is {} (1 to {MAX_PARTS})", meta.parts));
     }
     if meta.users >= u64::from(VertexId::MAX) {
         return bad(format!("{} users is more than a vertex id can name", meta.users));
@@ -69,7 +69,7 @@ pub fn read_meta(dir: &Path) -> Result<PartitionMeta> {
 /// [`crate::Error::Partition`] naming the file for a missing, truncated, damaged or
 /// inconsistent file; [`crate::Error::InvalidArgument`] for parts out of range.
 pub fn read_parts(dir: &Path, meta: &PartitionMeta, parts: Range<usize>) -> Result<InGraph> {
-    if parts.is_empty() || parts.end > meta.parts {
+    if parts.is_empty() || parts.end > meta.parts || meta.part_links.len() != meta.parts {
         return Err(crate::Error::InvalidArgument(format!(
             "parts {}..{} of a partition of {} parts",
             parts.start, parts.end, meta.parts
@@ -106,9 +106,17 @@ pub fn read_parts(dir: &Path, meta: &PartitionMeta, parts: Range<usize>) -> Resu
     // in-links, which each part's lists are read straight into.
     let mut opened = Vec::new();
     let mut in_degree = vec![0u32; n];
+    // How many users `owner` gives each part read, in one pass.
+    let mut owned = vec![0u64; parts.len()];
+    for v in 0..n as VertexId {
+        let w = owner(v, meta.parts);
+        if parts.contains(&w) {
+            owned[w - parts.start] += 1;
+        }
+    }
     for w in parts.clone() {
         let path = part_path(dir, w);
-        let expect = owned_count(n, w, meta.parts);
+        let expect = owned[w - parts.start];
         let mut file = KpartReader::open(&path, &header(KIND_PART, w, expect, meta.part_links[w]))?;
         let mut last: Option<VertexId> = None;
         let locals = file.read_all::<VertexId>("own vertices", expect as usize, |piece| {
@@ -161,11 +169,6 @@ pub fn read_parts(dir: &Path, meta: &PartitionMeta, parts: Range<usize>) -> Resu
         file.finish()?;
     }
     Ok(InGraph::from_csr(offsets, sources, out_degree, ids, !meta.directed))
-}
-
-/// How many of `n` users `owner` gives part `w` of `parts`.
-fn owned_count(n: usize, w: usize, parts: usize) -> u64 {
-    (0..n as VertexId).filter(|&v| owner(v, parts) == w).count() as u64
 }
 
 /// A `.kpart` file being read: its header checked against what the reader expects and its

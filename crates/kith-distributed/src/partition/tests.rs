@@ -132,3 +132,30 @@ fn meta_is_checked_and_directories_are_guarded() {
     assert!(read_meta(dir.path()).unwrap_err().to_string().contains("malformed"));
     assert!(write_partition(&StdFs, &g, 1, "t", 0, dir.path(), |_| {}).is_err());
 }
+
+#[test]
+fn foreign_directories_are_refused_and_interrupted_writes_cleared() {
+    let g = InGraph::new(&random_graph(100, 500, true, 9));
+    // Another tool's meta.json is not a partition: nothing is deleted.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("meta.json"), "{\"tool\": \"other\"}").unwrap();
+    std::fs::write(dir.path().join("part-0.kpart"), "theirs").unwrap();
+    let e = write_partition(&StdFs, &g, 1, "t", 2, dir.path(), |_| {}).unwrap_err().to_string();
+    assert!(e.contains("refusing"), "{e}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("part-0.kpart")).unwrap(), "theirs");
+    // A write that stopped before meta.json left parts and a temporary file: cleared.
+    let dir = tempfile::tempdir().unwrap();
+    write(&g, 4, dir.path());
+    std::fs::remove_file(dir.path().join("meta.json")).unwrap();
+    std::fs::write(dir.path().join(".part-2.kpart.tmp4242"), "half").unwrap();
+    let meta = write(&g, 2, dir.path());
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["meta.json", "part-0.kpart", "part-1.kpart", "vertices.kpart"]);
+    assert_same_lists(&read_parts(dir.path(), &meta, 0..2).unwrap(), &g, |_| true);
+    let too_many = write_partition(&StdFs, &g, 1, "t", (1 << 16) + 1, dir.path(), |_| {});
+    assert!(too_many.unwrap_err().to_string().contains("--parts"));
+}

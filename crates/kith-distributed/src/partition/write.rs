@@ -10,8 +10,8 @@ use kith_graph::durable::{Fs, write_atomic, write_text_atomic};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::{
-    FORMAT, Header, KIND_PART, KIND_VERTICES, PartitionMeta, VERSION, invalid, io, is_partition,
-    meta_path, part_path, vertices_path,
+    FORMAT, Header, KIND_PART, KIND_VERTICES, MAX_PARTS, PartitionMeta, VERSION, invalid, io,
+    is_partition, meta_path, part_path, vertices_path,
 };
 use crate::error::Result;
 use crate::part::owner;
@@ -34,10 +34,9 @@ pub fn write_partition(
     dir: &Path,
     mut progress: impl FnMut(usize),
 ) -> Result<PartitionMeta> {
-    if parts == 0 || u32::try_from(parts).is_err() {
+    if parts == 0 || parts > MAX_PARTS {
         return Err(crate::Error::InvalidArgument(format!(
-            "--parts must be between 1 and {}",
-            u32::MAX
+            "--parts must be between 1 and {MAX_PARTS}"
         )));
     }
     prepare_dir(fs, dir)?;
@@ -96,9 +95,19 @@ pub fn write_partition(
     Ok(meta)
 }
 
-/// Makes `dir` ready for a new partition: created, or emptied of an old partition's files.
+/// Makes `dir` ready for a new partition: created (and its entry synced in its parent), or
+/// emptied of an old partition's files. What counts as one: a `meta.json` that reads as a
+/// kith partition, or (a write that stopped before its `meta.json`) nothing but files with a
+/// partition's names and their temporary names. Anything else is refused untouched.
 fn prepare_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    if !dir.exists() {
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        fs.sync_dir(parent).map_err(|e| io(parent, e))?;
+    }
     let entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| io(dir, e))?
         .collect::<io::Result<_>>()
@@ -106,23 +115,41 @@ fn prepare_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
     }
-    if !is_partition(dir) {
+    let names: Vec<String> =
+        entries.iter().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let complete = is_partition(dir) && super::read_meta(dir).is_ok();
+    let leftovers = names.iter().all(|n| n != "meta.json" && is_partition_file(n));
+    if !complete && !leftovers {
         return Err(invalid(
             dir,
-            "the directory is not empty and holds no partition (no meta.json); refusing to \
-             write into it",
+            "the directory is not empty and holds no kith partition; refusing to write into it",
         ));
     }
     let meta = meta_path(dir);
-    fs.remove_file(&meta).map_err(|e| io(&meta, e))?;
-    fs.sync_dir(dir).map_err(|e| io(dir, e))?;
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("part-") && name.ends_with(".kpart") {
+    if meta.exists() {
+        fs.remove_file(&meta).map_err(|e| io(&meta, e))?;
+        fs.sync_dir(dir).map_err(|e| io(dir, e))?;
+    }
+    for (entry, name) in entries.iter().zip(&names) {
+        if name != "meta.json" && is_partition_file(name) {
             fs.remove_file(&entry.path()).map_err(|e| io(&entry.path(), e))?;
         }
     }
     Ok(())
+}
+
+/// Whether `name` is one a partition's writer makes: `meta.json`, `vertices.kpart`,
+/// `part-<w>.kpart`, or one of their temporary names (`.<name>.tmp<pid>`).
+fn is_partition_file(name: &str) -> bool {
+    let name = match name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp")) {
+        Some((base, pid)) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    };
+    let part = name
+        .strip_prefix("part-")
+        .and_then(|n| n.strip_suffix(".kpart"))
+        .is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()));
+    part || name == "meta.json" || name == "vertices.kpart"
 }
 
 /// Writes one `.kpart` file atomically: the header, what `body` writes, and the xxh3 of

@@ -80,6 +80,9 @@ pub(super) fn pagerank(job: &mut Job<'_>, a: &PageRankArgs) -> Result<Option<Out
         }
     });
     let ids = ig.original_ids();
+    // Every link, counted by out-degree: a process of a partitioned run holds only its own
+    // parts' in-links but every out-degree.
+    let links: u64 = (0..n as u32).map(|v| u64::from(ig.out_degree(v))).sum();
     let mut order: Vec<usize> = (0..pr.len()).collect();
     order.sort_by(|&x, &y| pr[y].total_cmp(&pr[x]).then(x.cmp(&y)));
     let top: Vec<Value> =
@@ -87,7 +90,7 @@ pub(super) fn pagerank(job: &mut Job<'_>, a: &PageRankArgs) -> Result<Option<Out
     Ok(Some(Outcome {
         summary: json!({"top": top, "iterations": steps, "last_delta": delta,
             "formulation": a.formulation, "run_s": run_s,
-            "edges_per_s": (ig.num_in_links() * steps) as f64 / compute_s.max(1e-12)}),
+            "edges_per_s": links as f64 * steps as f64 / compute_s.max(1e-12)}),
         header: "uid,value",
         rows: job.rows(|| pr.iter().enumerate().map(|(v, r)| format!("{},{r}", ids[v])).collect()),
         verified,

@@ -80,7 +80,10 @@ pub(super) fn check(
          graph file to use it"
     );
     if let Some((processes, threads)) = cluster {
-        let workers = processes * threads;
+        let workers = processes
+            .checked_mul(threads)
+            .filter(|&w| w <= u32::MAX as usize)
+            .ok_or_else(|| anyhow::anyhow!("{processes} processes × {threads} threads"))?;
         if meta.parts != workers {
             bail!(
                 "{shown} has {} parts but the cluster has {workers} workers ({processes} \
