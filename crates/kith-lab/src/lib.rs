@@ -25,6 +25,7 @@ pub mod failover;
 pub mod machine;
 pub mod plot;
 pub mod report;
+pub mod trial;
 
 mod processes;
 mod rig;

@@ -37,11 +37,11 @@ impl ChildProcess {
 pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildProcess, String)> {
     let mut command = Command::new(std::env::current_exe()?);
     command.args(["serve", "--dir"]).arg(store_dir);
-    spawn_server(command, args)
+    spawn_server(command, args, "127.0.0.1:0")
 }
 
 /// Starts `kith serve --cassandra <hosts> --keyspace <keyspace> --journal-dir <journal>
-/// --addr 127.0.0.1:0 <args>`; returns it and its URL.
+/// --addr <addr> <args>` (`addr` `127.0.0.1:0` for any free port); returns it and its URL.
 ///
 /// Its standard error goes to `log` when given (appended), else to this process's.
 pub(crate) fn start_cassandra_server(
@@ -50,6 +50,7 @@ pub(crate) fn start_cassandra_server(
     journal: &Path,
     args: &[String],
     log: Option<&Path>,
+    addr: &str,
 ) -> Result<(ChildProcess, String)> {
     let mut command = Command::new(std::env::current_exe()?);
     command.args(["serve", "--cassandra", hosts, "--keyspace", keyspace, "--journal-dir"]);
@@ -62,12 +63,16 @@ pub(crate) fn start_cassandra_server(
             .with_context(|| format!("opening {}", log.display()))?;
         command.stderr(file);
     }
-    spawn_server(command, args)
+    spawn_server(command, args, addr)
 }
 
-fn spawn_server(mut command: Command, args: &[String]) -> Result<(ChildProcess, String)> {
+fn spawn_server(
+    mut command: Command,
+    args: &[String],
+    addr: &str,
+) -> Result<(ChildProcess, String)> {
     let mut child = command
-        .args(["--addr", "127.0.0.1:0"])
+        .args(["--addr", addr])
         .args(args)
         .stdout(Stdio::piped())
         .spawn()

@@ -144,19 +144,47 @@ impl Rig {
         args: &[String],
         logs: Option<&Path>,
     ) -> Result<(Vec<Option<ChildProcess>>, Vec<String>)> {
-        let mut all: Vec<String> =
-            vec!["--redis-cluster".into(), self.redis_urls.clone(), "--redis-prefix".into()];
-        all.push(prefix.into());
-        all.extend(args.iter().cloned());
+        let all = self.serve_args(prefix, args);
         let (mut servers, mut urls) = (Vec::new(), Vec::new());
         for i in 1..=n {
             let journal = self.journal_dir.path().join(format!("{prefix}-{i}"));
             let log = logs.map(|d| d.join(format!("server-{i}.log")));
-            let (child, url) =
-                start_cassandra_server(&self.hosts, keyspace, &journal, &all, log.as_deref())?;
+            let (child, url) = start_cassandra_server(
+                &self.hosts,
+                keyspace,
+                &journal,
+                &all,
+                log.as_deref(),
+                "127.0.0.1:0",
+            )?;
             servers.push(Some(child));
             urls.push(url);
         }
         Ok((servers, urls))
+    }
+
+    /// `--redis-cluster <urls> --redis-prefix <prefix>`, then `args`.
+    fn serve_args(&self, prefix: &str, args: &[String]) -> Vec<String> {
+        let mut all: Vec<String> =
+            vec!["--redis-cluster".into(), self.redis_urls.clone(), "--redis-prefix".into()];
+        all.push(prefix.into());
+        all.extend(args.iter().cloned());
+        all
+    }
+
+    /// Starts server `i` (1-based) over `keyspace` as [`Rig::servers`] does, listening on
+    /// `addr` (the address a killed server had, so its clients find it again).
+    pub(crate) fn server_at(
+        &self,
+        keyspace: &str,
+        i: usize,
+        prefix: &str,
+        args: &[String],
+        addr: &str,
+    ) -> Result<ChildProcess> {
+        let all = self.serve_args(prefix, args);
+        let journal = self.journal_dir.path().join(format!("{prefix}-{i}"));
+        let (child, _) = start_cassandra_server(&self.hosts, keyspace, &journal, &all, None, addr)?;
+        Ok(child)
     }
 }

@@ -60,6 +60,8 @@ enum Command {
     Experiment(kith_lab::experiment::ExperimentArgs),
     /// Benchmarks that record their results as JSON under bench/results/.
     Bench(kith_lab::bench::BenchArgs),
+    /// Fault trials with recorded histories and a checker: `kith trial cluster`.
+    Trial(kith_lab::trial::TrialArgs),
     /// The HTTP/JSON service over a store: Parker's API and Twibo's feeds.
     Serve(Box<cmd::serve::ServeArgs>),
     /// Graph analytics: PageRank, hop distances, components, triangles, clustering, k-cores.
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         Command::Cluster(c) => cmd::cluster::run(c),
         Command::Experiment(c) => kith_lab::experiment::run(c),
         Command::Bench(c) => kith_lab::bench::run(c),
+        Command::Trial(c) => kith_lab::trial::run(c),
         Command::Serve(a) => cmd::serve::run(*a),
         Command::Workload(c) => cmd::workload::run(c),
         Command::Analyze(c) => cmd::analyze::run(c),

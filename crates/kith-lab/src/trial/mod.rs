@@ -1,0 +1,322 @@
+//! `kith trial cluster`: Jepsen-style trials of kith's distributed mode. A 3-node Cassandra
+//! cluster, a Redis Cluster (three masters with a replica each) and three `kith serve` on
+//! loopback; clients spread a mixed load of every write and read kind over the servers,
+//! contending for a few hot users and post ids, while a nemesis kills or pauses a kith
+//! server, a Cassandra node or a Redis node. Every request is recorded as a history
+//! (`history.rs`); once every fault is healed and the system is quiet, the state is read
+//! from the store and every server, and the checker (`check/`) counts anomalies by kind.
+//! Results go to `bench/results/trial-<date>.json`, written after every run; `--resume`
+//! skips the runs a file already holds, so the full count can span several sessions.
+
+mod check;
+mod client;
+mod history;
+mod nemesis;
+mod quiet;
+mod run;
+mod workload;
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use kith_cassandra::{CassandraOptions, CassandraStore};
+use kith_store::Engine;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use crate::machine::{Machine, git_commit, utc_now, write_json};
+use crate::rig::{Rig, RigConfig};
+pub use check::KINDS;
+pub use nemesis::Nemesis;
+use run::RunReport;
+
+/// `kith trial ...`.
+#[derive(Debug, Args)]
+pub struct TrialArgs {
+    #[command(subcommand)]
+    command: TrialCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum TrialCommand {
+    /// Recorded histories of a mixed load on three servers over Cassandra and a Redis
+    /// Cluster, under each nemesis, judged by the checker.
+    Cluster(ClusterArgs),
+}
+
+#[derive(Debug, Args)]
+struct ClusterArgs {
+    /// Nemeses to run: none, kill-kith, kill-cassandra, kill-redis, pause-kith,
+    /// pause-cassandra, pause-redis, mix.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "none,kill-kith,kill-cassandra,kill-redis,pause-kith,pause-cassandra,pause-redis,mix"
+    )]
+    nemesis: Vec<Nemesis>,
+    /// Runs of each nemesis.
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// Seconds of load per run.
+    #[arg(long, default_value_t = 60.0)]
+    load_s: f64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 12)]
+    clients: usize,
+    /// Users in the generated graph.
+    #[arg(long, default_value_t = 400)]
+    users: usize,
+    /// Users the load touches; the first `--hot` of them take most requests.
+    #[arg(long, default_value_t = 40)]
+    playground: usize,
+    #[arg(long, default_value_t = 6)]
+    hot: usize,
+    /// Feed strategies, taken in turn by the runs.
+    #[arg(long, value_delimiter = ',', default_value = "pull,push,hybrid")]
+    feed: Vec<String>,
+    /// Cache modes, taken in turn after each round of feed strategies.
+    #[arg(long, value_delimiter = ',', default_value = "aside,write-back")]
+    cache: Vec<String>,
+    /// A client's patience with one request (ms); an answer later than this is unknown.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Seconds to let the system settle after the faults are healed, before the quiet reads
+    /// (three times as long after a kith server was killed: its lease must lapse).
+    #[arg(long, default_value_t = 3.0)]
+    settle_s: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The clusters' first address (Cassandra and Redis nodes on it and the next five).
+    #[arg(long, default_value = "127.0.6.1")]
+    base: Ipv4Addr,
+    #[arg(long, default_value_t = 6393)]
+    redis_port: u16,
+    /// Where to write the JSON (default: bench/results/trial-<date>.json).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Keep each run's history (JSON lines) in this directory.
+    #[arg(long)]
+    history_dir: Option<PathBuf>,
+    /// Keep the runs `--out` already holds and run only the others.
+    #[arg(long)]
+    resume: bool,
+}
+
+/// How a trial runs.
+#[derive(Clone, Debug)]
+pub struct TrialConfig {
+    pub load: Duration,
+    pub clients: usize,
+    pub hot: usize,
+    pub feeds: Vec<String>,
+    pub caches: Vec<String>,
+    pub timeout: Duration,
+    pub settle: Duration,
+    pub seed: u64,
+    pub history_dir: Option<PathBuf>,
+}
+
+/// The clusters, the loaded store, and the users the load touches.
+pub struct Stage {
+    rig: Rig,
+    keyspace: String,
+    engine: Arc<dyn Engine>,
+    playground: Vec<u64>,
+}
+
+impl std::fmt::Debug for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stage")
+            .field("keyspace", &self.keyspace)
+            .field("playground", &self.playground)
+            .finish()
+    }
+}
+
+/// Per nemesis, over its runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Summary {
+    nemesis: Nemesis,
+    runs: usize,
+    writes: u64,
+    reads: u64,
+    unknown_share: f64,
+    anomalies: BTreeMap<String, u64>,
+    max_below_half_s: f64,
+    max_first_ok_s: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    benchmark: String,
+    date: String,
+    commit: Option<String>,
+    machine: Machine,
+    setup: String,
+    summary: Vec<Summary>,
+    runs: Vec<RunReport>,
+}
+
+/// The part of an earlier report `--resume` keeps.
+#[derive(Deserialize)]
+struct Resumed {
+    runs: Vec<RunReport>,
+}
+
+/// Runs `kith trial ...`.
+pub fn run(args: TrialArgs) -> Result<()> {
+    match args.command {
+        TrialCommand::Cluster(a) => cluster(a),
+    }
+}
+
+fn cluster(a: ClusterArgs) -> Result<()> {
+    anyhow::ensure!(a.hot >= 1 && a.hot <= a.playground, "--hot must be 1 to --playground");
+    anyhow::ensure!(
+        a.playground >= 2 && a.playground <= a.users,
+        "--playground must be 2 to --users"
+    );
+    anyhow::ensure!(!a.feed.is_empty() && !a.cache.is_empty(), "--feed and --cache need a value");
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench/results/trial-{}.json", &utc_now()[..10])));
+    let mut done: Vec<RunReport> = if a.resume && out.exists() {
+        let text =
+            std::fs::read_to_string(&out).with_context(|| format!("reading {}", out.display()))?;
+        let report: Resumed = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a trial report", out.display()))?;
+        report.runs
+    } else {
+        Vec::new()
+    };
+    let config = TrialConfig {
+        load: Duration::from_secs_f64(a.load_s),
+        clients: a.clients,
+        hot: a.hot,
+        feeds: a.feed.clone(),
+        caches: a.cache.clone(),
+        timeout: Duration::from_millis(a.timeout_ms),
+        settle: Duration::from_secs_f64(a.settle_s),
+        seed: a.seed,
+        history_dir: a.history_dir.clone(),
+    };
+    let dir = tempfile::tempdir()?;
+    let mut stage = stage(&a, dir.path().to_path_buf())?;
+    for &nemesis in &a.nemesis {
+        for run in 0..a.runs {
+            if done.iter().any(|r| r.nemesis == nemesis && r.run == run) {
+                continue;
+            }
+            eprintln!("trial: {} run {}", nemesis.name(), run + 1);
+            let r = run::one(&config, &mut stage, nemesis, run)?;
+            eprintln!(
+                "trial: {} run {}: {} anomalies {:?}, unknown {:.2} %",
+                nemesis.name(),
+                run + 1,
+                r.anomalies.total(),
+                r.anomalies.counts.iter().filter(|(_, n)| **n > 0).collect::<Vec<_>>(),
+                r.unknown_share * 100.0
+            );
+            done.push(r);
+            write(&a, &out, &done)?;
+        }
+    }
+    write(&a, &out, &done)
+}
+
+fn stage(a: &ClusterArgs, dir: PathBuf) -> Result<Stage> {
+    let rig = Rig::up(&RigConfig {
+        dir,
+        base: a.base,
+        redis_port: a.redis_port,
+        redis_node_timeout: Duration::from_millis(1000),
+        heap_mb: 512,
+    })?;
+    let lfr =
+        kith_graph::generate::LfrConfig { nodes: a.users, seed: a.seed, ..Default::default() };
+    let graph = kith_graph::generate::lfr(&lfr)?.graph.to_undirected();
+    let keyspace = "trial".to_string();
+    rig.load(&graph, &keyspace)?;
+    let mut users: Vec<u64> = (0..graph.num_nodes() as u32).map(|v| graph.original_id(v)).collect();
+    users.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(a.seed));
+    users.truncate(a.playground);
+    let engine: Arc<dyn Engine> =
+        Arc::new(CassandraStore::open(&CassandraOptions::new(rig.cassandra.hosts(), &keyspace))?);
+    Ok(Stage { rig, keyspace, engine, playground: users })
+}
+
+fn write(a: &ClusterArgs, out: &std::path::Path, runs: &[RunReport]) -> Result<()> {
+    let mut summary = Vec::new();
+    for &n in &a.nemesis {
+        let mine: Vec<&RunReport> = runs.iter().filter(|r| r.nemesis == n).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut anomalies: BTreeMap<String, u64> =
+            KINDS.iter().map(|k| (k.to_string(), 0)).collect();
+        let (mut writes, mut reads, mut unknown_w) = (0u64, 0u64, 0.0);
+        for r in &mine {
+            for (k, c) in &r.anomalies.counts {
+                *anomalies.entry(k.clone()).or_insert(0) += c;
+            }
+            let w: u64 = r.ops.iter().filter(|(k, _)| is_write(k)).map(|(_, c)| c.invoked).sum();
+            writes += w;
+            reads +=
+                r.ops.iter().filter(|(k, _)| !is_write(k)).map(|(_, c)| c.invoked).sum::<u64>();
+            unknown_w += r.unknown_share * w as f64;
+        }
+        let faults = mine.iter().flat_map(|r| &r.faults);
+        let (mut below, mut first) = (0.0f64, 0.0f64);
+        for f in faults {
+            below = below.max(f.below_half_s);
+            first = first.max(f.first_ok_s.unwrap_or(f64::INFINITY));
+        }
+        summary.push(Summary {
+            nemesis: n,
+            runs: mine.len(),
+            writes,
+            reads,
+            unknown_share: if writes == 0 { 0.0 } else { unknown_w / writes as f64 },
+            anomalies,
+            max_below_half_s: below,
+            max_first_ok_s: first,
+        });
+    }
+    let report = Report {
+        benchmark: "trial-cluster".into(),
+        date: utc_now(),
+        commit: git_commit(),
+        machine: Machine::describe(),
+        setup: format!(
+            "3 kith serve over 3 Cassandra nodes (heap 512 MiB, RF 3, QUORUM) and a Redis Cluster \
+             of 3 masters with a replica each (node timeout 1 s), on loopback; {} clients, {} s \
+             per run, {} of {} LFR users touched ({} hot), client timeout {} ms; feeds {:?} in \
+             turn, caches {:?}",
+            a.clients, a.load_s, a.playground, a.users, a.hot, a.timeout_ms, a.feed, a.cache
+        ),
+        summary,
+        runs: runs.to_vec(),
+    };
+    write_json(out, &report)
+}
+
+fn is_write(kind: &str) -> bool {
+    matches!(
+        kind,
+        "post"
+            | "post-client-id"
+            | "add-friend"
+            | "delete-friend"
+            | "put-user"
+            | "put-profile"
+            | "follow"
+            | "unfollow"
+    )
+}

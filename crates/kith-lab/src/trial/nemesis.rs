@@ -1,0 +1,213 @@
+//! The faults a trial makes during its load, at random times, each bounded in time: kill -9
+//! and restart, and pause (SIGSTOP) and resume (SIGCONT), of a kith server, a Cassandra
+//! node or a Redis node. A schedule holds one fault at a time, with a quiet gap between;
+//! everything is healed before the run's quiet reads.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::processes::ChildProcess;
+use crate::rig::Rig;
+
+/// A kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Nemesis {
+    /// No fault: the baseline.
+    None,
+    KillKith,
+    KillCassandra,
+    KillRedis,
+    PauseKith,
+    PauseCassandra,
+    PauseRedis,
+    /// Each fault of a schedule one of the above, at random.
+    Mix,
+}
+
+/// Every nemesis, in the order the trials run them.
+pub const ALL: [Nemesis; 8] = [
+    Nemesis::None,
+    Nemesis::KillKith,
+    Nemesis::KillCassandra,
+    Nemesis::KillRedis,
+    Nemesis::PauseKith,
+    Nemesis::PauseCassandra,
+    Nemesis::PauseRedis,
+    Nemesis::Mix,
+];
+
+impl Nemesis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Nemesis::None => "none",
+            Nemesis::KillKith => "kill-kith",
+            Nemesis::KillCassandra => "kill-cassandra",
+            Nemesis::KillRedis => "kill-redis",
+            Nemesis::PauseKith => "pause-kith",
+            Nemesis::PauseCassandra => "pause-cassandra",
+            Nemesis::PauseRedis => "pause-redis",
+            Nemesis::Mix => "mix",
+        }
+    }
+}
+
+impl std::str::FromStr for Nemesis {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Nemesis, String> {
+        ALL.iter().copied().find(|n| n.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = ALL.iter().map(|n| n.name()).collect();
+            format!("unknown nemesis {s:?}: expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// A fault as it happened (seconds from the start of the load).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Fault {
+    pub nemesis: Nemesis,
+    pub what: String,
+    pub at_s: f64,
+    /// When it was healed (the process resumed or running again).
+    pub healed_s: f64,
+}
+
+/// The servers of a run, restartable on their addresses.
+pub struct Servers {
+    pub procs: Vec<Option<ChildProcess>>,
+    pub addrs: Vec<String>,
+    pub keyspace: String,
+    pub prefix: String,
+    pub args: Vec<String>,
+}
+
+/// What is broken right now, to heal.
+enum Broken {
+    Killed(Target),
+    /// Stopped with SIGSTOP: the process id to resume.
+    Paused(u32),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Kith(usize),
+    Cassandra(usize),
+    Redis(usize),
+}
+
+/// Runs `nemesis` faults from `start` until `end` (from the start), one at a time with a
+/// gap of 2–5 s before each, each held 1–20 s for pauses and 3–10 s for kills.
+pub fn run(
+    nemesis: Nemesis,
+    rig: &mut Rig,
+    servers: &mut Servers,
+    rng: &mut impl Rng,
+    start: Instant,
+    end: Duration,
+) -> Result<Vec<Fault>> {
+    let mut faults = Vec::new();
+    if nemesis == Nemesis::None {
+        std::thread::sleep(end.saturating_sub(start.elapsed()));
+        return Ok(faults);
+    }
+    loop {
+        let gap = Duration::from_millis(rng.random_range(2_000..5_000));
+        let kind = match nemesis {
+            Nemesis::Mix => ALL[rng.random_range(1..ALL.len() - 1)],
+            n => n,
+        };
+        let hold = match kind {
+            Nemesis::PauseKith | Nemesis::PauseCassandra | Nemesis::PauseRedis => {
+                Duration::from_millis(rng.random_range(1_000..20_000))
+            }
+            _ => Duration::from_millis(rng.random_range(3_000..10_000)),
+        };
+        if start.elapsed() + gap + hold > end {
+            break;
+        }
+        std::thread::sleep(gap);
+        let at_s = start.elapsed().as_secs_f64();
+        let (broken, what) = inflict(kind, rig, servers, rng)?;
+        eprintln!("trial: {at_s:>6.1} s  {what}");
+        std::thread::sleep(hold);
+        heal(broken, rig, servers)?;
+        let healed_s = start.elapsed().as_secs_f64();
+        eprintln!("trial: {healed_s:>6.1} s  healed");
+        faults.push(Fault { nemesis: kind, what, at_s, healed_s });
+    }
+    std::thread::sleep(end.saturating_sub(start.elapsed()));
+    Ok(faults)
+}
+
+fn inflict(
+    kind: Nemesis,
+    rig: &mut Rig,
+    servers: &mut Servers,
+    rng: &mut impl Rng,
+) -> Result<(Broken, String)> {
+    let kith = rng.random_range(0..servers.procs.len());
+    let cass = rng.random_range(1..=rig.cassandra.nodes.len());
+    Ok(match kind {
+        Nemesis::KillKith => {
+            if let Some(p) = servers.procs[kith].take() {
+                p.kill9();
+            }
+            (Broken::Killed(Target::Kith(kith)), format!("killed kith server {}", kith + 1))
+        }
+        Nemesis::KillCassandra => {
+            rig.cassandra.kill(cass)?;
+            (Broken::Killed(Target::Cassandra(cass)), format!("killed cassandra node {cass}"))
+        }
+        Nemesis::KillRedis => {
+            let masters = rig.redis.master_indexes()?;
+            let victim = masters[rng.random_range(0..masters.len())];
+            rig.redis.kill(victim)?;
+            (Broken::Killed(Target::Redis(victim)), format!("killed redis master {victim}"))
+        }
+        Nemesis::PauseKith => {
+            let pid = servers.procs[kith].as_ref().context("no server to pause")?.id();
+            signal(pid, libc::SIGSTOP);
+            (Broken::Paused(pid), format!("paused kith server {}", kith + 1))
+        }
+        Nemesis::PauseCassandra => {
+            let pid = rig.cassandra.nodes[cass - 1].pid.context("cassandra node not running")?;
+            signal(pid, libc::SIGSTOP);
+            (Broken::Paused(pid), format!("paused cassandra node {cass}"))
+        }
+        Nemesis::PauseRedis => {
+            let i = rng.random_range(1..=rig.redis.nodes.len());
+            let pid = rig.redis.nodes[i - 1].pid.context("redis node not running")?;
+            signal(pid, libc::SIGSTOP);
+            (Broken::Paused(pid), format!("paused redis node {i}"))
+        }
+        Nemesis::None | Nemesis::Mix => bail!("{kind:?} is not one fault"),
+    })
+}
+
+fn heal(broken: Broken, rig: &mut Rig, servers: &mut Servers) -> Result<()> {
+    match broken {
+        Broken::Paused(pid) => signal(pid, libc::SIGCONT),
+        Broken::Killed(Target::Kith(i)) => restart_kith(rig, servers, i)?,
+        Broken::Killed(Target::Cassandra(n)) => rig.cassandra.restart(n)?,
+        Broken::Killed(Target::Redis(n)) => rig.redis.restart(n, Duration::from_secs(60))?,
+    }
+    Ok(())
+}
+
+/// Starts kith server `i` (0-based) again on its address.
+pub fn restart_kith(rig: &Rig, servers: &mut Servers, i: usize) -> Result<()> {
+    let addr = servers.addrs[i].trim_start_matches("http://").to_string();
+    let p = rig.server_at(&servers.keyspace, i + 1, &servers.prefix, &servers.args, &addr)?;
+    servers.procs[i] = Some(p);
+    Ok(())
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) with a pid this trial started and a valid signal number.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}

@@ -1,0 +1,272 @@
+//! One run of a trial: three servers over the rig, the state before, the load with its
+//! nemesis, every fault healed, the quiet state, and the checker's verdict, with the
+//! operations counted by kind and outcome and the service's recovery after each fault.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use serde::{Deserialize, Serialize};
+
+use super::check::{self, Anomalies, Bounds};
+use super::history::{self, Call, Entry, Op, Outcome};
+use super::nemesis::{self, Fault, Nemesis, Servers};
+use super::quiet;
+use super::workload::{self, Plan, Shared};
+use super::{Stage, TrialConfig};
+
+/// Operations of one kind, by outcome (logical operations: attempts of one write folded).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counts {
+    pub invoked: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub unknown: u64,
+    /// Attempts, retries included.
+    pub attempts: u64,
+}
+
+/// How the service came back after a fault.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Recovery {
+    #[serde(flatten)]
+    pub fault: Fault,
+    /// Acknowledged operations per second in the 10 s before the fault.
+    pub before_per_s: f64,
+    /// The longest stretch after the fault of 1 s windows (one every 100 ms) each holding
+    /// fewer than half as many, from the first one's start to the last one's end.
+    pub below_half_s: f64,
+    /// From the fault to the first acknowledged operation after it.
+    pub first_ok_s: Option<f64>,
+    /// From the fault to the first 1 s window back at half the rate before.
+    pub back_to_half_s: Option<f64>,
+}
+
+/// One run's record.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunReport {
+    pub nemesis: Nemesis,
+    pub run: usize,
+    pub feed: String,
+    pub cache: String,
+    pub load_s: f64,
+    pub ops: BTreeMap<String, Counts>,
+    /// Logical writes whose outcome stayed unknown, over all logical writes.
+    pub unknown_share: f64,
+    pub anomalies: Anomalies,
+    pub faults: Vec<Recovery>,
+    /// Where the history was written (JSON lines), if kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
+}
+
+/// Runs one trial run on `stage`.
+pub fn one(
+    config: &TrialConfig,
+    stage: &mut Stage,
+    nemesis: Nemesis,
+    run: usize,
+) -> Result<RunReport> {
+    let feed = config.feeds[run % config.feeds.len()].clone();
+    let cache = config.caches[(run / config.feeds.len()) % config.caches.len()].clone();
+    let tag = format!("t{}{}r{run}", config.seed, short(nemesis));
+    let mut args: Vec<String> =
+        vec!["--feed".into(), feed.clone(), "--cache".into(), cache.clone()];
+    // A low threshold, so hybrid feeds pull some hot authors and push the rest.
+    args.extend(["--celebrity-threshold".into(), "4".into()]);
+    let mut servers = start_servers(stage, &tag, &args)?;
+    let plan = Arc::new(Plan {
+        users: stage.playground.clone(),
+        hot: config.hot,
+        tag: tag.clone(),
+        clients: config.clients,
+        duration: config.load,
+        timeout: config.timeout,
+        seed: config.seed * 1000 + run as u64 * 10 + nemesis as u64,
+    });
+    let engine = stage.engine.clone();
+    let initial = quiet::users(engine.as_ref(), &stage.playground, &BTreeSet::new())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let start = tokio::time::Instant::now();
+    let shared = Arc::new(Shared::new(servers.addrs.clone(), start));
+    let load = runtime.spawn(workload::drive(plan.clone(), shared.clone()));
+    let mut rng = Pcg64Mcg::seed_from_u64(plan.seed ^ 0x5eed);
+    let faults = nemesis::run(
+        nemesis,
+        &mut stage.rig,
+        &mut servers,
+        &mut rng,
+        start.into_std(),
+        config.load,
+    );
+    runtime.block_on(load).context("the load")??;
+    // Heal anything a failed schedule left broken, then let the system settle.
+    heal_all(stage, &mut servers)?;
+    let faults = faults?;
+    let killed_kith = faults.iter().any(|f| f.nemesis == Nemesis::KillKith);
+    std::thread::sleep(if killed_kith { config.settle * 3 } else { config.settle });
+    let entries = std::mem::take(&mut *shared.history.lock().expect("not poisoned"));
+    let ops = history::fold(&entries);
+    let mut also: BTreeSet<u64> = initial.friends.values().flatten().copied().collect();
+    also.extend(ops.iter().flat_map(|o| users_of(&o.call)));
+    let mut quiet_state = quiet::users(engine.as_ref(), &stage.playground, &also)?;
+    quiet::posts(engine.as_ref(), &ops, &mut quiet_state)?;
+    quiet::pulls(engine.as_ref(), &stage.playground, &mut quiet_state)?;
+    runtime.block_on(quiet::feeds(&servers.addrs, &stage.playground, &mut quiet_state))?;
+    let anomalies = check::check(&ops, &initial, &quiet_state, &Bounds::default());
+    let history = match &config.history_dir {
+        Some(dir) => Some(write_history(dir, &tag, &entries)?),
+        None => None,
+    };
+    drop(servers);
+    let (ops_by_kind, unknown_share) = count(&entries, &ops);
+    let faults = faults.into_iter().map(|f| recovery(f, &ops)).collect();
+    Ok(RunReport {
+        nemesis,
+        run,
+        feed,
+        cache,
+        load_s: config.load.as_secs_f64(),
+        ops: ops_by_kind,
+        unknown_share,
+        anomalies,
+        faults,
+        history,
+    })
+}
+
+fn short(n: Nemesis) -> String {
+    n.name().split('-').map(|w| &w[..1]).collect()
+}
+
+fn start_servers(stage: &Stage, prefix: &str, args: &[String]) -> Result<Servers> {
+    let mut servers = Servers {
+        procs: Vec::new(),
+        addrs: Vec::new(),
+        keyspace: stage.keyspace.clone(),
+        prefix: prefix.to_string(),
+        args: args.to_vec(),
+    };
+    for i in 0..3 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let addr = format!("127.0.0.1:{port}");
+        servers.procs.push(Some(stage.rig.server_at(
+            &stage.keyspace,
+            i + 1,
+            prefix,
+            args,
+            &addr,
+        )?));
+        servers.addrs.push(format!("http://{addr}"));
+    }
+    Ok(servers)
+}
+
+/// Restarts whatever is down: kith servers, Cassandra nodes, Redis nodes; resumes anything
+/// stopped.
+fn heal_all(stage: &mut Stage, servers: &mut Servers) -> Result<()> {
+    for i in 0..servers.procs.len() {
+        if servers.procs[i].is_none() {
+            nemesis::restart_kith(&stage.rig, servers, i)?;
+        }
+    }
+    let down: Vec<usize> =
+        stage.rig.cassandra.nodes.iter().filter(|n| !n.alive()).map(|n| n.index).collect();
+    for n in down {
+        stage.rig.cassandra.restart(n)?;
+    }
+    let down: Vec<usize> =
+        stage.rig.redis.nodes.iter().filter(|n| !n.alive()).map(|n| n.index).collect();
+    for n in down {
+        stage.rig.redis.restart(n, Duration::from_secs(60))?;
+    }
+    Ok(())
+}
+
+fn users_of(call: &Call) -> Vec<u64> {
+    match call {
+        Call::AddFriend { u, v } | Call::DeleteFriend { u, v } => vec![*u, *v],
+        Call::PutUser { uid, friends, .. } => {
+            std::iter::once(*uid).chain(friends.iter().copied()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn write_history(dir: &std::path::Path, tag: &str, entries: &[Entry]) -> Result<String> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{tag}.jsonl"));
+    kith_graph::durable::write_atomic(&kith_graph::durable::StdFs, &path, |w| {
+        for e in entries {
+            serde_json::to_writer(&mut *w, e)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+    .with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(path.display().to_string())
+}
+
+/// Operations by kind and outcome, and the share of logical writes left unknown.
+fn count(entries: &[Entry], ops: &[Op]) -> (BTreeMap<String, Counts>, f64) {
+    let mut by: BTreeMap<String, Counts> = BTreeMap::new();
+    for e in entries {
+        by.entry(e.call.name().to_string()).or_default().attempts += 1;
+    }
+    let (mut writes, mut unknown) = (0u64, 0u64);
+    for o in ops {
+        let c = by.entry(o.call.name().to_string()).or_default();
+        c.invoked += 1;
+        match o.outcome {
+            Outcome::Ok => c.ok += 1,
+            Outcome::Fail => c.failed += 1,
+            Outcome::Unknown => c.unknown += 1,
+        }
+        if o.call.is_write() {
+            writes += 1;
+            unknown += u64::from(o.outcome == Outcome::Unknown);
+        }
+    }
+    (by, if writes == 0 { 0.0 } else { unknown as f64 / writes as f64 })
+}
+
+/// The service's recovery after `fault`, from the acknowledged operations' completions.
+fn recovery(fault: Fault, ops: &[Op]) -> Recovery {
+    let mut acked: Vec<f64> = ops.iter().filter_map(|o| o.complete).map(|ms| ms / 1e3).collect();
+    acked.sort_by(f64::total_cmp);
+    let in_window = |from: f64, to: f64| {
+        (acked.partition_point(|&t| t < to) - acked.partition_point(|&t| t < from)) as f64
+    };
+    let at = fault.at_s;
+    let before_from = (at - 10.0).max(0.0);
+    let before_per_s =
+        if at > before_from { in_window(before_from, at) / (at - before_from) } else { 0.0 };
+    let first_ok_s = acked.get(acked.partition_point(|&t| t <= at)).map(|t| t - at);
+    let end = acked.last().copied().unwrap_or(at);
+    // 1 s windows starting every 100 ms from the fault.
+    let (mut below, mut run_start, mut back) = (0.0f64, None::<f64>, None);
+    let mut t = at;
+    while t + 1.0 <= end {
+        let low = in_window(t, t + 1.0) < before_per_s / 2.0;
+        match (low, run_start) {
+            (true, None) => run_start = Some(t),
+            (false, Some(s)) => {
+                // From the first low window's start to the last one's end.
+                below = below.max(t - 0.1 + 1.0 - s);
+                run_start = None;
+            }
+            _ => {}
+        }
+        if !low && back.is_none() {
+            back = Some(t + 1.0 - at);
+        }
+        t += 0.1;
+    }
+    if let Some(s) = run_start {
+        below = below.max(end - s);
+    }
+    Recovery { fault, before_per_s, below_half_s: below, first_ok_s, back_to_half_s: back }
+}

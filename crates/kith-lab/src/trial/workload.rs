@@ -1,0 +1,257 @@
+//! The trial's load: clients that each send a random mix of every write and read kind to
+//! random servers, concentrated on a few hot users (and, for posts with the client's own
+//! id, on a few ids per 50 ms window), so that clients on different servers contend for
+//! the same keys. Writes carry an `Idempotency-Key`; some are first sent with a timeout too
+//! short to finish and then again on another server, some are sent to two servers at once.
+//! Every attempt is recorded.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use tokio::time::Instant;
+
+use super::client::{Answer, send};
+use super::history::{Call, Entry, Outcome, Value};
+
+/// Who the load touches.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Users every write and read is about: the first `hot` of them take most requests.
+    pub users: Vec<u64>,
+    pub hot: usize,
+    /// A run's tag, in every post's content and key, so runs on one store never mix.
+    pub tag: String,
+    pub clients: usize,
+    pub duration: Duration,
+    /// A client's patience with one request.
+    pub timeout: Duration,
+    pub seed: u64,
+}
+
+/// What every client shares: the servers, the history, the ids of acknowledged posts.
+pub struct Shared {
+    pub servers: Vec<String>,
+    pub start: Instant,
+    pub history: Mutex<Vec<Entry>>,
+    recent: Mutex<Vec<u64>>,
+    next_op: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    pub fn new(servers: Vec<String>, start: Instant) -> Shared {
+        Shared {
+            servers,
+            start,
+            history: Mutex::new(Vec::new()),
+            recent: Mutex::new(Vec::new()),
+            next_op: Default::default(),
+        }
+    }
+
+    fn ms(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1e3
+    }
+}
+
+/// Ids count milliseconds from 2025-01-01 in their high bits, as the servers' do.
+const EPOCH_MS: u64 = 1_735_689_600_000;
+
+/// Runs the clients until `plan.duration` has passed.
+pub async fn drive(plan: Arc<Plan>, shared: Arc<Shared>) -> anyhow::Result<()> {
+    let http = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
+    let mut tasks = Vec::new();
+    for c in 0..plan.clients {
+        let (plan, shared, http) = (plan.clone(), shared.clone(), http.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Pcg64Mcg::seed_from_u64(plan.seed.wrapping_mul(7919) + c as u64);
+            let until = shared.start + plan.duration;
+            let mut seq = 0u64;
+            while Instant::now() < until {
+                seq += 1;
+                let call = next_call(&mut rng, &plan, &shared, c, seq);
+                run_op(&http, &plan, &shared, &mut rng, c as u32, call).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await?;
+    }
+    Ok(())
+}
+
+/// A user: hot ones three times out of five.
+fn user(rng: &mut impl Rng, plan: &Plan) -> u64 {
+    if rng.random_bool(0.6) {
+        plan.users[rng.random_range(0..plan.hot.min(plan.users.len()))]
+    } else {
+        plan.users[rng.random_range(0..plan.users.len())]
+    }
+}
+
+fn two_users(rng: &mut impl Rng, plan: &Plan) -> (u64, u64) {
+    loop {
+        let (u, v) = (user(rng, plan), user(rng, plan));
+        if u != v {
+            return (u, v);
+        }
+    }
+}
+
+/// A post id of the clients' own, shared by every client posting in the same 50 ms.
+fn hot_post_id(rng: &mut impl Rng) -> u64 {
+    let unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let now = unix_ms.saturating_sub(EPOCH_MS);
+    ((now / 50 * 50) << 14) + rng.random_range(0..8)
+}
+
+fn next_call(rng: &mut impl Rng, plan: &Plan, shared: &Shared, c: usize, seq: u64) -> Call {
+    let name = || format!("{}-c{c}-{seq}", plan.tag);
+    match rng.random_range(0..100) {
+        0..14 => Call::Post { author: user(rng, plan), content: format!("p{}", name()), id: None },
+        14..19 => {
+            let id = Some(hot_post_id(rng));
+            Call::Post { author: user(rng, plan), content: format!("p{}", name()), id }
+        }
+        19..26 => {
+            let (u, v) = two_users(rng, plan);
+            Call::AddFriend { u, v }
+        }
+        26..31 => {
+            let (u, v) = two_users(rng, plan);
+            Call::DeleteFriend { u, v }
+        }
+        31..34 => {
+            let uid = user(rng, plan);
+            let n = rng.random_range(0..6);
+            let mut friends: Vec<u64> =
+                (0..n).map(|_| user(rng, plan)).filter(|&f| f != uid).collect();
+            friends.sort_unstable();
+            friends.dedup();
+            Call::PutUser { uid, name: format!("u{}", name()), friends }
+        }
+        34..39 => Call::PutProfile { uid: user(rng, plan), name: format!("n{}", name()) },
+        39..45 => {
+            let (uid, target) = two_users(rng, plan);
+            Call::Follow { uid, target }
+        }
+        45..49 => {
+            let (uid, target) = two_users(rng, plan);
+            Call::Unfollow { uid, target }
+        }
+        49..57 => Call::Friends { uid: user(rng, plan), strong: true },
+        57..65 => Call::Friends { uid: user(rng, plan), strong: false },
+        65..70 => Call::Profile { uid: user(rng, plan), strong: true },
+        70..74 => Call::Profile { uid: user(rng, plan), strong: false },
+        74..84 => Call::Feed { uid: user(rng, plan) },
+        84..90 => Call::Follows { uid: user(rng, plan) },
+        _ => {
+            let recent = shared.recent.lock().expect("not poisoned");
+            let id = match recent.len() {
+                0 => hot_post_id(rng),
+                n => recent[n - 1 - rng.random_range(0..n.min(64))],
+            };
+            Call::GetPost { id }
+        }
+    }
+}
+
+/// Sends one logical operation: reads once; writes with a key, again on the next server
+/// while the answer is unknown or 503 (at most three attempts), sometimes first with a
+/// timeout too short to finish, sometimes to two servers at once.
+async fn run_op(
+    http: &reqwest::Client,
+    plan: &Plan,
+    shared: &Shared,
+    rng: &mut Pcg64Mcg,
+    client: u32,
+    call: Call,
+) {
+    let op = shared.next_op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let key = format!("{}-op{op}", plan.tag);
+    let n = shared.servers.len();
+    let mut server = rng.random_range(0..n);
+    let keyed = call.is_write() && !matches!(call, Call::PutUser { .. } | Call::PutProfile { .. });
+    let attempt = |attempt: u32, server: usize, timeout: Duration| {
+        let (call, key) = (call.clone(), key.clone());
+        async move {
+            let invoke_ms = shared.ms();
+            let a = send(http, &shared.servers[server], &call, Some(&key), timeout).await;
+            record(shared, op, attempt, client, server, invoke_ms, call, a)
+        }
+    };
+    if !keyed {
+        attempt(0, server, plan.timeout).await;
+        return;
+    }
+    let mut tries = 0u32;
+    let pick = rng.random_range(0..100);
+    if pick < 5 {
+        // Given up on after a few milliseconds, then sent again to another server.
+        let short = Duration::from_millis(rng.random_range(1..40));
+        attempt(tries, server, short).await;
+        tries += 1;
+        server = (server + 1) % n;
+    } else if pick < 8 {
+        // The same write to two servers at once.
+        let other = (server + 1) % n;
+        let (a, b) =
+            tokio::join!(attempt(0, server, plan.timeout), attempt(1, other, plan.timeout));
+        if a.is_some() || b.is_some() {
+            return;
+        }
+        tries = 2;
+        server = (other + 1) % n;
+    }
+    while tries < 3 {
+        let done = attempt(tries, server, plan.timeout).await;
+        tries += 1;
+        if done.is_some() {
+            return;
+        }
+        server = (server + 1) % n;
+    }
+}
+
+/// Records an attempt; returns `Some(outcome)` when it settled the operation (anything but
+/// unknown or 503).
+#[allow(clippy::too_many_arguments)]
+fn record(
+    shared: &Shared,
+    op: u64,
+    attempt: u32,
+    client: u32,
+    server: usize,
+    invoke_ms: f64,
+    call: Call,
+    a: Answer,
+) -> Option<Outcome> {
+    if let Some(Value::PostId { id }) = &a.value {
+        let mut recent = shared.recent.lock().expect("not poisoned");
+        recent.push(*id);
+        if recent.len() > 4096 {
+            recent.drain(..2048);
+        }
+    }
+    let settled = match (a.outcome, a.status) {
+        (Outcome::Unknown, _) | (_, Some(503)) => None,
+        (o, _) => Some(o),
+    };
+    shared.history.lock().expect("not poisoned").push(Entry {
+        op,
+        attempt,
+        client,
+        server: server as u32,
+        invoke_ms,
+        complete_ms: shared.ms(),
+        call,
+        outcome: a.outcome,
+        status: a.status,
+        value: a.value,
+        warned: a.warned,
+    });
+    settled
+}
