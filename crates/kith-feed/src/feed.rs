@@ -28,9 +28,10 @@ mod friends;
 mod idempotent;
 mod marks;
 mod posts;
+mod publish;
 
 pub use idempotent::Applied;
-pub use posts::{PostRequest, Posted};
+pub use publish::{PostRequest, Posted};
 
 /// The most posts one feed page holds.
 pub const MAX_FEED_PAGE: usize = 1000;

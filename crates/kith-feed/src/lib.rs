@@ -38,4 +38,4 @@ pub use config::{CacheMode, FeedConfig, Strategy};
 pub use error::{Error, Result};
 pub use feed::{Applied, Consistency, Feed, MAX_FEED_PAGE, PostRequest, Posted};
 pub use post::{decode_cursor, encode_cursor};
-pub use task::blocking;
+pub use task::{blocking, detached};

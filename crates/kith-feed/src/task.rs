@@ -23,6 +23,23 @@ where
     }
 }
 
+/// Runs `f` to its end on a task of its own, even if the caller is dropped first (a client
+/// that hangs up drops its request's handler): a write, its idempotency record and its cache
+/// invalidations finish together or fail together, never half. Its store and cache time
+/// count for the caller's request. A task that panicked is [`Error::TaskFailed`].
+pub async fn detached<T: Send + 'static>(
+    f: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    match tokio::spawn(crate::timing::timed(f)).await {
+        Ok((out, t)) => {
+            crate::timing::add_store(t.store);
+            crate::timing::add_cache(t.cache);
+            out
+        }
+        Err(failed) => Err(Error::TaskFailed(failed.to_string())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,5 +50,20 @@ mod tests {
         assert!(matches!(got, Err(Error::TaskFailed(_))), "{got:?}");
         let store_error = blocking(|| Err::<(), _>(kith_store::Error::UnknownUser(4))).await;
         assert!(matches!(store_error, Err(Error::Store(kith_store::Error::UnknownUser(4)))));
+    }
+
+    #[tokio::test]
+    async fn a_detached_write_finishes_after_its_caller_is_dropped() {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d = done.clone();
+        let write = detached(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            d.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        });
+        // The caller gives up after 5 ms, as a client hanging up drops its handler.
+        assert!(tokio::time::timeout(std::time::Duration::from_millis(5), write).await.is_err());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(done.load(std::sync::atomic::Ordering::SeqCst), "the write was cut short");
     }
 }

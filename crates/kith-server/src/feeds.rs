@@ -151,7 +151,9 @@ pub async fn follow(
         ));
     }
     let key = idempotency_key(&headers)?;
-    let applied = s.feed.follow_keyed(uid, body.targets.clone(), key).await?;
+    let (feed, targets) = (s.feed.clone(), body.targets.clone());
+    let applied =
+        kith_feed::detached(async move { feed.follow_keyed(uid, targets, key).await }).await?;
     let followees = s.feed.follows(uid, 0, 0).await?.degree.followees;
     let json = FollowJson { uid, targets: body.targets, followees };
     Ok((replayed_headers(applied.replayed), axum::Json(json)))
@@ -169,7 +171,9 @@ pub async fn unfollow(
     headers: HeaderMap,
 ) -> ApiResult<(HeaderMap, axum::Json<FollowJson>)> {
     let key = idempotency_key(&headers)?;
-    let applied = s.feed.unfollow_keyed(uid, target, key).await?;
+    let feed = s.feed.clone();
+    let applied =
+        kith_feed::detached(async move { feed.unfollow_keyed(uid, target, key).await }).await?;
     let followees = s.feed.follows(uid, 0, 0).await?.degree.followees;
     let json = FollowJson { uid, targets: vec![target], followees };
     Ok((replayed_headers(applied.replayed), axum::Json(json)))
@@ -217,7 +221,8 @@ pub async fn create_post(
         ts_ms: body.ts_ms,
         idempotency_key: idempotency_key(&headers)?,
     };
-    let posted = s.feed.post_with(req).await?;
+    let feed = s.feed.clone();
+    let posted = kith_feed::detached(async move { feed.post_with(req).await }).await?;
     let mut json: PostJson = posted.post.as_ref().into();
     json.warnings = posted.warnings;
     Ok((StatusCode::CREATED, replayed_headers(posted.replayed), axum::Json(json)))

@@ -338,7 +338,9 @@ pub async fn put_user(
             Some(bytes)
         }
     };
-    Ok(axum::Json(s.feed.put_user(uid, body.profile.into(), body.friends, data).await?.into()))
+    let feed = s.feed.clone();
+    let put = async move { feed.put_user(uid, body.profile.into(), body.friends, data).await };
+    Ok(axum::Json(kith_feed::detached(put).await?.into()))
 }
 
 /// The profile.
@@ -403,7 +405,9 @@ pub async fn add_friend(
     headers: axum::http::HeaderMap,
 ) -> ApiResult<(axum::http::HeaderMap, axum::Json<FriendshipJson>)> {
     let key = crate::idempotency::idempotency_key(&headers)?;
-    let applied = s.feed.friend_keyed(uid, fid, true, key).await?;
+    let feed = s.feed.clone();
+    let applied =
+        kith_feed::detached(async move { feed.friend_keyed(uid, fid, true, key).await }).await?;
     let json = FriendshipJson { uid, fid, changed: applied.value };
     Ok((crate::idempotency::replayed_headers(applied.replayed), axum::Json(json)))
 }
@@ -419,7 +423,9 @@ pub async fn delete_friend(
     headers: axum::http::HeaderMap,
 ) -> ApiResult<(axum::http::HeaderMap, axum::Json<FriendshipJson>)> {
     let key = crate::idempotency::idempotency_key(&headers)?;
-    let applied = s.feed.friend_keyed(uid, fid, false, key).await?;
+    let feed = s.feed.clone();
+    let applied =
+        kith_feed::detached(async move { feed.friend_keyed(uid, fid, false, key).await }).await?;
     let json = FriendshipJson { uid, fid, changed: applied.value };
     Ok((crate::idempotency::replayed_headers(applied.replayed), axum::Json(json)))
 }

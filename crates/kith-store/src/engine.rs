@@ -295,6 +295,22 @@ pub trait Engine: Send + Sync + Debug {
     /// post storage, whose own methods store the record atomically with the write).
     fn put_idempotency_record(&self, record: &IdempotencyRecord) -> Result<()>;
 
+    /// Claims `record.key`: stores `record` unless a live record is stored under its key,
+    /// atomically for every process that shares the store, and returns the record found
+    /// there (`None`: this call stored `record`). A store that several servers share
+    /// implements it with a compare-and-set; the default, for a store one process owns,
+    /// reads then writes (that process serialises each key itself).
+    fn claim_idempotency_record(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>> {
+        if let Some(found) = self.idempotency_record(&record.key)? {
+            return Ok(Some(found));
+        }
+        self.put_idempotency_record(record)?;
+        Ok(None)
+    }
+
     /// [`Engine::put_posts`] with an idempotency record stored atomically with the posts.
     fn put_posts_recorded(&self, posts: &[&Post], record: &IdempotencyRecord) -> Result<()>;
 

@@ -183,6 +183,13 @@ impl Engine for CassandraStore {
         self.put_idempotency_record_impl(record)
     }
 
+    fn claim_idempotency_record(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>> {
+        self.claim_idempotency_record_impl(record)
+    }
+
     fn put_posts_recorded(&self, posts: &[&Post], record: &IdempotencyRecord) -> Result<()> {
         self.put_posts_impl(posts, Some(record))
     }

@@ -61,22 +61,6 @@ impl CassandraStore {
         w.run(self.session(), "counting follows").await
     }
 
-    /// Which of `targets` `uid` already follows.
-    async fn already(&self, uid: u64, targets: &[u64]) -> Result<Vec<u64>> {
-        let keys: Vec<i64> = targets.iter().map(|&t| key(t)).collect();
-        let rows = self
-            .session()
-            .execute_unpaged(&self.fixed.follow_has, (key(uid), keys))
-            .await
-            .map_err(|e| driver("reading follows", e))?
-            .into_rows_result()
-            .map_err(|e| bad_rows("follows", e))?;
-        rows.rows::<(i64,)>()
-            .map_err(|e| bad_rows("follows", e))?
-            .map(|r| r.map(|(t,)| self::uid(t)).map_err(|e| bad_rows("follows", e)))
-            .collect()
-    }
-
     pub(crate) fn follow_impl(
         &self,
         uid: u64,
@@ -86,13 +70,20 @@ impl CassandraStore {
         kith_store::check_follow_targets(uid, targets)?;
         let _one = self.follow_lock();
         self.wait(async {
-            let followed = self.already(uid, targets).await?;
-            if let Some(&t) = targets.iter().find(|t| followed.contains(t)) {
-                return Err(StoreError::AlreadyFollowing { uid, target: t });
+            // Each edge by a lightweight transaction, so that of two follows of one pair on
+            // two servers exactly one stores it and counts it; the other finds it taken.
+            let mut taken = Vec::new();
+            for &t in targets {
+                if !self.edge(&self.fixed.follow_claim, uid, t).await? {
+                    for &d in &taken {
+                        self.edge(&self.fixed.follow_drop, uid, d).await?;
+                    }
+                    return Err(StoreError::AlreadyFollowing { uid, target: t });
+                }
+                taken.push(t);
             }
             let mut w = Writes::logged();
             for &t in targets {
-                w.push(&self.fixed.follow_put, (key(uid), key(t)));
                 w.push(&self.fixed.follower_put, (key(t), key(uid)));
             }
             if let Some(r) = record {
@@ -112,12 +103,13 @@ impl CassandraStore {
     ) -> Result<(u64, u64)> {
         let _one = self.follow_lock();
         self.wait(async {
-            if self.already(uid, &[target]).await?.is_empty() {
+            let before = self.degrees(&[target]).await?[0].followers;
+            // The edge goes by a lightweight transaction: of two unfollows of one pair, one
+            // removes it and counts it.
+            if !self.edge(&self.fixed.follow_drop, uid, target).await? {
                 return Err(StoreError::NotFollowing { uid, target });
             }
-            let before = self.degrees(&[target]).await?[0].followers;
             let mut w = Writes::logged();
-            w.push(&self.fixed.follow_del, (key(uid), key(target)));
             w.push(&self.fixed.follower_del, (key(target), key(uid)));
             if repush_at.is_some_and(|t| before == t + 1) {
                 w.push(&self.fixed.repush_put, (key(target), i(self.next_token())));
@@ -131,6 +123,23 @@ impl CassandraStore {
         })
     }
 
+    /// Runs a lightweight transaction on the edge uid → target; whether it applied.
+    async fn edge(
+        &self,
+        statement: &scylla::statement::prepared::PreparedStatement,
+        uid: u64,
+        target: u64,
+    ) -> Result<bool> {
+        let rows = self
+            .session()
+            .execute_unpaged(statement, (key(uid), key(target)))
+            .await
+            .map_err(|e| driver("changing a follow", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("follow", e))?;
+        Ok(super::rows::lwt_outcome(&rows, "target")?.0)
+    }
+
     fn follow_lock(&self) -> std::sync::MutexGuard<'_, ()> {
         self.follow_lock.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -140,23 +149,25 @@ impl CassandraStore {
     }
 
     pub(crate) fn push_record(&self, w: &mut Writes, r: &IdempotencyRecord) -> Result<()> {
+        let (key, ttl) = self.record_key_ttl(r)?;
+        w.push(
+            &self.fixed.record_put,
+            (key, i(r.fingerprint), i(r.expires_ms), r.result.clone(), ttl),
+        );
+        Ok(())
+    }
+
+    /// A record's key, checked, and its time to live: kept a minute past its expiry (the
+    /// caller compares the expiry itself), then Cassandra drops it.
+    fn record_key_ttl(&self, r: &IdempotencyRecord) -> Result<(String, i32)> {
         if r.key.is_empty() || r.key.len() > MAX_IDEMPOTENCY_KEY_BYTES {
             return Err(StoreError::Invalid(format!(
                 "an idempotency key must have 1 to {MAX_IDEMPOTENCY_KEY_BYTES} bytes, got {}",
                 r.key.len()
             )));
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        // Kept a minute past its expiry (the caller compares the expiry itself), then
-        // Cassandra drops it.
-        let ttl = (r.expires_ms.saturating_sub(now) / 1000 + 60).min(MAX_TTL_S) as i32;
-        w.push(
-            &self.fixed.record_put,
-            (r.key.clone(), i(r.fingerprint), i(r.expires_ms), r.result.clone(), ttl),
-        );
-        Ok(())
+        let ttl = (r.expires_ms.saturating_sub(now_ms()) / 1000 + 60).min(MAX_TTL_S) as i32;
+        Ok((r.key.clone(), ttl))
     }
 
     /// A page (offset, limit) of `uid`'s followees or followers, ascending.
@@ -301,6 +312,36 @@ impl CassandraStore {
         })
     }
 
+    /// Stores `record` with a lightweight transaction unless a record is stored under its
+    /// key (one Paxos round: every server sees one winner); returns the one found. A found
+    /// record past its expiry is replaced (it is kept a minute past it, then dropped).
+    pub(crate) fn claim_idempotency_record_impl(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>> {
+        let (key, ttl) = self.record_key_ttl(record)?;
+        let found = self.wait(async {
+            let rows = self
+                .session()
+                .execute_unpaged(
+                    &self.fixed.record_claim,
+                    (key, i(record.fingerprint), i(record.expires_ms), record.result.clone(), ttl),
+                )
+                .await
+                .map_err(|e| driver("claiming an idempotency key", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("idempotency claim", e))?;
+            lwt_record(&rows, &record.key)
+        })?;
+        match found {
+            Some(r) if r.expires_ms <= now_ms() => {
+                self.put_idempotency_record_impl(record)?;
+                Ok(None)
+            }
+            found => Ok(found),
+        }
+    }
+
     pub(crate) fn put_idempotency_record_impl(&self, record: &IdempotencyRecord) -> Result<()> {
         self.wait(async {
             let mut w = Writes::logged();
@@ -308,4 +349,41 @@ impl CassandraStore {
             w.run(self.session(), "storing an idempotency record").await
         })
     }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The record a lightweight transaction on the idempotency table found (`None`: it applied).
+fn lwt_record(
+    rows: &scylla::response::query_result::QueryRowsResult,
+    key: &str,
+) -> Result<Option<IdempotencyRecord>> {
+    use scylla::value::CqlValue;
+    let row =
+        rows.first_row::<scylla::value::Row>().map_err(|e| bad_rows("idempotency claim", e))?;
+    let specs = rows.column_specs();
+    let col = |name: &str| specs.get_by_name(name).and_then(|(k, _)| row.columns[k].as_ref());
+    match col("[applied]") {
+        Some(CqlValue::Boolean(true)) => return Ok(None),
+        Some(CqlValue::Boolean(false)) => {}
+        _ => return Err(bad_rows("idempotency claim", "no [applied] column")),
+    }
+    let big = |name: &str| match col(name) {
+        Some(CqlValue::BigInt(v)) => u(*v),
+        _ => 0,
+    };
+    let result = match col("result") {
+        Some(CqlValue::Blob(b)) => b.clone(),
+        _ => Vec::new(),
+    };
+    Ok(Some(IdempotencyRecord {
+        key: key.to_string(),
+        fingerprint: big("fingerprint"),
+        expires_ms: big("expires_ms"),
+        result,
+    }))
 }

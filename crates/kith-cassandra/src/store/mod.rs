@@ -399,10 +399,6 @@ impl Writes {
         self.values.push(Box::new(values));
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.values.len()
-    }
-
     /// Runs the batch (nothing if empty); `what` names it in errors.
     pub(crate) async fn run(self, session: &Session, what: &str) -> Result<(), StoreError> {
         if self.values.is_empty() {

@@ -40,11 +40,10 @@ statements! { Fixed(ks: &str) {
     generation_get = true, "SELECT partition_users, friend_copies, layout FROM {ks}.generations WHERE generation = ?";
     next_pos_get = true, "SELECT next_pos FROM {ks}.generations WHERE generation = ?";
     next_pos_cas = false, "UPDATE {ks}.generations SET next_pos = ? WHERE generation = ? IF next_pos = ?";
-    follow_put = true, "INSERT INTO {ks}.follows (uid, target) VALUES (?, ?)";
-    follow_del = true, "DELETE FROM {ks}.follows WHERE uid = ? AND target = ?";
     follower_put = true, "INSERT INTO {ks}.followers (uid, follower) VALUES (?, ?)";
     follower_del = true, "DELETE FROM {ks}.followers WHERE uid = ? AND follower = ?";
-    follow_has = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target IN ?";
+    follow_claim = false, "INSERT INTO {ks}.follows (uid, target) VALUES (?, ?) IF NOT EXISTS";
+    follow_drop = false, "DELETE FROM {ks}.follows WHERE uid = ? AND target = ? IF EXISTS";
     followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? LIMIT ?";
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
     count_add = false, "UPDATE {ks}.follow_counts SET followees = followees + ?, followers = followers + ? WHERE uid = ?";
@@ -72,6 +71,7 @@ statements! { Fixed(ks: &str) {
     repush_delete = true, "DELETE FROM {ks}.repushes WHERE author = ?";
     record_put = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TTL ?";
     record_get = true, "SELECT fingerprint, expires_ms, result FROM {ks}.idempotency WHERE key = ?";
+    record_claim = false, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?";
 }}
 
 /// The reads of [`GenStatements`] that `ReadLevel::One` runs at consistency ONE.
@@ -98,7 +98,6 @@ statements! { GenStatements(ks: &str, g: u32) {
     index_probe = true, "SELECT pos, data_bytes, friends[?], collection_count(friends) FROM {ks}.index_g{g} WHERE uid = ?";
     index_claim = false, "INSERT INTO {ks}.index_g{g} (uid, pos) VALUES (?, ?) IF NOT EXISTS";
     index_put = true, "UPDATE {ks}.index_g{g} SET data_bytes = ?, friends = ? WHERE uid = ?";
-    index_friends = true, "UPDATE {ks}.index_g{g} SET friends = ? WHERE uid = ?";
     index_bytes = true, "UPDATE {ks}.index_g{g} SET data_bytes = ? WHERE uid = ?";
     index_load = true, "INSERT INTO {ks}.index_g{g} (uid, pos, data_bytes, friends, copied_to) VALUES (?, ?, ?, ?, ?)";
     index_scan = true, "SELECT uid, data_bytes FROM {ks}.index_g{g}";

@@ -130,34 +130,40 @@ impl CassandraStore {
             if add && !p.has && p.count >= kith_store::MAX_FRIENDS {
                 return Err(too_large("friend list", p.count + 1, kith_store::MAX_FRIENDS));
             }
+            // Both sides, entry by entry: rewriting the user's whole map would undo a
+            // friendship another server changed since the read above on this side only.
             if add {
                 w.push(&g.st.friend_add, (me, i(pos), key(f)));
+                w.push(&g.st.friend_add, (key(f), i(p.pos), me));
             } else {
                 w.push(&g.st.friend_del, (me, key(f)));
+                w.push(&g.st.friend_del, (key(f), me));
             }
             touched.push(f);
             changed_parts.insert(g.part(p.pos));
         }
-        if w.len() > MAX_BATCH_CHANGES {
+        if touched.len() - 1 > MAX_BATCH_CHANGES {
             return Err(too_large(
                 "friendship changes (one put_user on Cassandra)",
-                w.len(),
+                touched.len() - 1,
                 MAX_BATCH_CHANGES,
             ));
         }
         touched.sort_unstable();
         let copied_to: &[i64] = found.map_or(&[], |e| &e.copied_to);
         CassandraStore::push_profile(&mut w, g, uid, pos, copied_to, encoded_profile, stamp);
-        match data {
-            Some(d) => {
+        match (data, created) {
+            // A new user's whole map: nobody else can have written it yet.
+            (d, true) => {
+                let d = d.unwrap_or(&[]);
                 w.push(&g.st.index_put, (i(d.len() as u64), map, me));
                 push_data(&mut w, g, pos, d);
             }
-            None if created => {
-                w.push(&g.st.index_put, (0i64, map, me));
-                push_data(&mut w, g, pos, &[]);
+            (Some(d), false) => {
+                w.push(&g.st.index_bytes, (i(d.len() as u64), me));
+                push_data(&mut w, g, pos, d);
             }
-            None => w.push(&g.st.index_friends, (map, me)),
+            (None, false) => {}
         }
         w.run(self.session(), "put_user").await?;
         self.copies_since(g, uid, pos, copied_to, encoded_profile, stamp).await?;

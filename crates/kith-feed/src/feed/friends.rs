@@ -37,11 +37,17 @@ impl Feed {
         data: Option<Vec<u8>>,
     ) -> Result<User> {
         let engine = self.engine.clone();
+        let asked: Vec<u64> = std::iter::once(uid).chain(friends.iter().copied()).collect();
         let wrote =
-            blocking(move || engine.put_user(uid, &profile, &friends, data.as_deref())).await?;
+            blocking(move || engine.put_user(uid, &profile, &friends, data.as_deref())).await;
         // Invalidate before reading the user back, so a failed read cannot leave the lists
-        // this write changed cached.
-        self.invalidate_friends(&wrote.touched).await;
+        // this write changed cached; a write that failed may have applied all the same, so
+        // its user's list and the lists it named are dropped then.
+        match &wrote {
+            Ok(w) => self.invalidate_friends(&w.touched).await,
+            Err(_) => self.invalidate_friends(&asked).await,
+        }
+        wrote?;
         let engine = self.engine.clone();
         blocking(move || engine.get_user(uid)).await
     }
@@ -50,18 +56,22 @@ impl Feed {
     /// whether it was new.
     pub async fn add_friend(&self, u: u64, v: u64) -> Result<bool> {
         let engine = self.engine.clone();
-        let changed = blocking(move || engine.add_friend(u, v)).await?;
+        let changed = blocking(move || engine.add_friend(u, v)).await;
+        // Whatever the store answered: a write that failed after its batch applied changed
+        // the lists all the same.
         self.invalidate_friends(&[u, v]).await;
-        Ok(changed)
+        changed
     }
 
     /// Removes the friendship u–v from both sides and drops both cached lists. Returns
     /// whether it existed.
     pub async fn delete_friend(&self, u: u64, v: u64) -> Result<bool> {
         let engine = self.engine.clone();
-        let changed = blocking(move || engine.delete_friend(u, v)).await?;
+        let changed = blocking(move || engine.delete_friend(u, v)).await;
+        // Whatever the store answered: a write that failed after its batch applied changed
+        // the lists all the same.
         self.invalidate_friends(&[u, v]).await;
-        Ok(changed)
+        changed
     }
 
     /// A page of the user's friend list, ascending, from `offset`, at most `limit`:

@@ -31,6 +31,10 @@ pub struct Applied<T> {
     pub replayed: bool,
 }
 
+/// The result stored by a friendship write's claim before it applies: neither `changed`
+/// (1) nor unchanged (0) yet.
+const CLAIMED: u8 = 2;
+
 /// A hash of a request's parts, each length-prefixed so that parts cannot run together.
 pub(super) fn fingerprint(parts: &[&[u8]]) -> u64 {
     let mut bytes = Vec::new();
@@ -82,7 +86,34 @@ impl Feed {
         Ok(Some(r.result))
     }
 
-    fn record(&self, key: String, fingerprint: u64, result: Vec<u8>) -> IdempotencyRecord {
+    /// Whether several servers share the store: then a key is claimed in the store before
+    /// the write, since this process's stripe lock does not reach the others.
+    pub(super) fn shared_store(&self) -> bool {
+        self.engine.server_slots() > 1
+    }
+
+    /// Claims `record`'s key in the store for this request (see
+    /// [`kith_store::Engine::claim_idempotency_record`]): `None` when this request holds
+    /// it, else the result another attempt recorded (`Error::IdempotencyKeyReused` if that
+    /// attempt was another request).
+    pub(super) async fn claim(&self, record: IdempotencyRecord) -> Result<Option<Vec<u8>>> {
+        let (key, fp) = (record.key.clone(), record.fingerprint);
+        let engine = self.engine.clone();
+        let Some(found) = blocking(move || engine.claim_idempotency_record(&record)).await? else {
+            return Ok(None);
+        };
+        if found.fingerprint != fp {
+            return Err(Error::IdempotencyKeyReused { key });
+        }
+        Ok(Some(found.result))
+    }
+
+    pub(super) fn record(
+        &self,
+        key: String,
+        fingerprint: u64,
+        result: Vec<u8>,
+    ) -> IdempotencyRecord {
         let ttl = self.config.idempotency_ttl.as_millis() as u64;
         IdempotencyRecord { key, fingerprint, expires_ms: now_ms().saturating_add(ttl), result }
     }
@@ -101,15 +132,26 @@ impl Feed {
         let _guard = self.key_stripe(&key)?.lock().await;
         let t: Vec<u8> = targets.iter().flat_map(|t| t.to_le_bytes()).collect();
         let fp = fingerprint(&[b"follow", &uid.to_le_bytes(), &t]);
-        if self.recorded(&key, fp).await?.is_some() {
+        let Some(claimed) = self.claim_unless_done(&key, fp).await? else {
             // As the first attempt would have: a retry repairs what failed after the store.
             self.invalidate_followees(uid).await;
             self.backfill(uid, &targets).await?;
             return Ok(Applied { value: (), replayed: true });
-        }
+        };
         let record = self.record(key, fp, Vec::new());
-        self.follow_recording(uid, targets, Some(record)).await?;
-        Ok(Applied { value: (), replayed: false })
+        if !self.shared_store() {
+            self.follow_recording(uid, targets, Some(record)).await?;
+            return Ok(Applied { value: (), replayed: false });
+        }
+        match self.follow_recording(uid, targets.clone(), None).await {
+            // The other attempt that claimed the key stored it.
+            Err(Error::Store(kith_store::Error::AlreadyFollowing { .. })) if claimed => {
+                self.backfill(uid, &targets).await?
+            }
+            r => r?,
+        }
+        self.finish(record).await?;
+        Ok(Applied { value: (), replayed: claimed })
     }
 
     /// [`Feed::unfollow`] under an optional idempotency key.
@@ -125,13 +167,21 @@ impl Feed {
         };
         let _guard = self.key_stripe(&key)?.lock().await;
         let fp = fingerprint(&[b"unfollow", &uid.to_le_bytes(), &target.to_le_bytes()]);
-        if self.recorded(&key, fp).await?.is_some() {
+        let Some(claimed) = self.claim_unless_done(&key, fp).await? else {
             self.invalidate_followees(uid).await;
             return Ok(Applied { value: (), replayed: true });
-        }
+        };
         let record = self.record(key, fp, Vec::new());
-        self.unfollow_recording(uid, target, Some(record)).await?;
-        Ok(Applied { value: (), replayed: false })
+        if !self.shared_store() {
+            self.unfollow_recording(uid, target, Some(record)).await?;
+            return Ok(Applied { value: (), replayed: false });
+        }
+        match self.unfollow_recording(uid, target, None).await {
+            Err(Error::Store(kith_store::Error::NotFollowing { .. })) if claimed => {}
+            r => r?,
+        }
+        self.finish(record).await?;
+        Ok(Applied { value: (), replayed: claimed })
     }
 
     /// [`Feed::add_friend`] (`add`) or [`Feed::delete_friend`] under an optional
@@ -152,14 +202,38 @@ impl Feed {
         let _guard = self.key_stripe(&key)?.lock().await;
         let op: &[u8] = if add { b"add_friend" } else { b"delete_friend" };
         let fp = fingerprint(&[op, &u.to_le_bytes(), &v.to_le_bytes()]);
-        if let Some(first) = self.recorded(&key, fp).await? {
+        let Some(claimed) = self.claim_unless_done(&key, fp).await? else {
+            let first = self.recorded(&key, fp).await?.unwrap_or_default();
             return Ok(Applied { value: first.first() == Some(&1), replayed: true });
-        }
+        };
+        // A friendship write is idempotent: an attempt that finds another's claim applies it
+        // too, so that its answer holds whether or not that attempt finishes.
         let changed = apply.await?;
-        let record = self.record(key, fp, vec![u8::from(changed)]);
+        self.finish(self.record(key, fp, vec![u8::from(changed)])).await?;
+        Ok(Applied { value: changed, replayed: claimed })
+    }
+
+    /// Claims `key` (on a store several servers share; a process alone is serialised by the
+    /// stripe lock the caller holds) unless a finished record is stored under it:
+    /// `None` when one is (replay), `Some(true)` when another attempt claimed it but has not
+    /// finished, `Some(false)` when this one holds it.
+    async fn claim_unless_done(&self, key: &str, fp: u64) -> Result<Option<bool>> {
+        match self.recorded(key, fp).await? {
+            Some(first) if first.first() == Some(&CLAIMED) => Ok(Some(true)),
+            Some(_) => Ok(None),
+            None if !self.shared_store() => Ok(Some(false)),
+            None => match self.claim(self.record(key.to_string(), fp, vec![CLAIMED])).await? {
+                Some(first) if first.first() == Some(&CLAIMED) => Ok(Some(true)),
+                Some(_) => Ok(None),
+                None => Ok(Some(false)),
+            },
+        }
+    }
+
+    /// Stores a write's finished record over its claim.
+    async fn finish(&self, record: IdempotencyRecord) -> Result<()> {
         let engine = self.engine.clone();
-        blocking(move || engine.put_idempotency_record(&record)).await?;
-        Ok(Applied { value: changed, replayed: false })
+        blocking(move || engine.put_idempotency_record(&record)).await
     }
 }
 

@@ -39,7 +39,12 @@ pub async fn send(
         builder = builder.json(&b);
     }
     let unknown = Answer { outcome: Outcome::Unknown, status: None, value: None, warned: false };
-    let Ok(r) = builder.send().await else { return unknown };
+    let r = match builder.send().await {
+        Ok(r) => r,
+        // No connection: the request never reached the server.
+        Err(e) if e.is_connect() => return Answer { outcome: Outcome::Fail, ..unknown },
+        Err(_) => return unknown,
+    };
     let status = r.status().as_u16();
     let Ok(bytes) = r.bytes().await else { return Answer { status: Some(status), ..unknown } };
     let outcome = Outcome::of_status(call, status);

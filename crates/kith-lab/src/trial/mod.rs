@@ -92,6 +92,10 @@ struct ClusterArgs {
     settle_s: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Run on the local cluster `kith cluster up --dir DIR` started (left running, every
+    /// node it kills restarted) instead of starting one.
+    #[arg(long)]
+    cluster_dir: Option<PathBuf>,
     /// The clusters' first address (Cassandra and Redis nodes on it and the next five).
     #[arg(long, default_value = "127.0.6.1")]
     base: Ipv4Addr,
@@ -228,21 +232,28 @@ fn cluster(a: ClusterArgs) -> Result<()> {
             write(&a, &out, &done)?;
         }
     }
+    if a.cluster_dir.is_some() {
+        // A shared cluster's heap holds only so many keyspaces.
+        stage.rig.drop_keyspace(&stage.keyspace);
+    }
     write(&a, &out, &done)
 }
 
 fn stage(a: &ClusterArgs, dir: PathBuf) -> Result<Stage> {
-    let rig = Rig::up(&RigConfig {
-        dir,
-        base: a.base,
-        redis_port: a.redis_port,
-        redis_node_timeout: Duration::from_millis(1000),
-        heap_mb: 512,
-    })?;
+    let rig = match &a.cluster_dir {
+        Some(existing) => Rig::open(existing)?,
+        None => Rig::up(&RigConfig {
+            dir,
+            base: a.base,
+            redis_port: a.redis_port,
+            redis_node_timeout: Duration::from_millis(1000),
+            heap_mb: 512,
+        })?,
+    };
     let lfr =
         kith_graph::generate::LfrConfig { nodes: a.users, seed: a.seed, ..Default::default() };
     let graph = kith_graph::generate::lfr(&lfr)?.graph.to_undirected();
-    let keyspace = "trial".to_string();
+    let keyspace = format!("trial_s{}", a.seed);
     rig.load(&graph, &keyspace)?;
     let mut users: Vec<u64> = (0..graph.num_nodes() as u32).map(|v| graph.original_id(v)).collect();
     users.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(a.seed));

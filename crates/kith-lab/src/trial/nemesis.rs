@@ -99,7 +99,8 @@ enum Target {
 }
 
 /// Runs `nemesis` faults from `start` until `end` (from the start), one at a time with a
-/// gap of 2–5 s before each, each held 1–20 s for pauses and 3–10 s for kills.
+/// gap of 2–5 s before each, each held 1–20 s for pauses and 3–10 s for kills (less when
+/// the load ends sooner, so that each fault is healed a second before it ends).
 pub fn run(
     nemesis: Nemesis,
     rig: &mut Rig,
@@ -125,9 +126,12 @@ pub fn run(
             }
             _ => Duration::from_millis(rng.random_range(3_000..10_000)),
         };
-        if start.elapsed() + gap + hold > end {
+        // Cut to what is left of the load (a short run still gets its fault), at least 1 s.
+        let left = end.saturating_sub(start.elapsed() + gap + Duration::from_secs(1));
+        if left < Duration::from_secs(1) {
             break;
         }
+        let hold = hold.min(left);
         std::thread::sleep(gap);
         let at_s = start.elapsed().as_secs_f64();
         let (broken, what) = inflict(kind, rig, servers, rng)?;

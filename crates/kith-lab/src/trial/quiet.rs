@@ -65,7 +65,11 @@ pub fn posts(engine: &dyn Engine, ops: &[Op], state: &mut State) -> Result<()> {
             let page = engine.author_posts(author, before, 1000)?;
             let Some(&last) = page.last() else { break };
             for (id, post) in page.iter().zip(engine.get_posts(&page)?) {
-                list.push((*id, post.map_or_else(String::new, |p| p.content)));
+                // An entry whose post has another author now lost its post to another one
+                // under the same id (judged by id); it is no copy of that other post.
+                let content =
+                    post.filter(|p| p.author == author).map_or_else(String::new, |p| p.content);
+                list.push((*id, content));
             }
             before = last;
         }

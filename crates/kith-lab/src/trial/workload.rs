@@ -37,21 +37,69 @@ pub struct Shared {
     pub history: Mutex<Vec<Entry>>,
     recent: Mutex<Vec<u64>>,
     next_op: std::sync::atomic::AtomicU64,
+    /// Servers the health checks found down.
+    down: Vec<std::sync::atomic::AtomicBool>,
 }
 
 impl Shared {
     pub fn new(servers: Vec<String>, start: Instant) -> Shared {
+        let n = servers.len();
         Shared {
             servers,
             start,
             history: Mutex::new(Vec::new()),
             recent: Mutex::new(Vec::new()),
             next_op: Default::default(),
+            down: (0..n).map(|_| Default::default()).collect(),
         }
     }
 
     fn ms(&self) -> f64 {
         self.start.elapsed().as_secs_f64() * 1e3
+    }
+
+    /// A server for a new operation: one the health checks find up, at random (any, when
+    /// none is).
+    fn pick(&self, rng: &mut impl Rng) -> usize {
+        let up: Vec<usize> = (0..self.servers.len())
+            .filter(|&i| {
+                !self.down.get(i).is_some_and(|d| d.load(std::sync::atomic::Ordering::Relaxed))
+            })
+            .collect();
+        match up.len() {
+            0 => rng.random_range(0..self.servers.len()),
+            k => up[rng.random_range(0..k)],
+        }
+    }
+
+    /// Whether operation `op`'s last attempt reached no server (no connection).
+    fn unreached(&self, op: u64) -> bool {
+        let h = self.history.lock().expect("not poisoned");
+        h.iter()
+            .rev()
+            .find(|e| e.op == op)
+            .is_some_and(|e| e.outcome == Outcome::Fail && e.status.is_none())
+    }
+}
+
+/// Checks every server's `GET /health` every 500 ms (500 ms timeout) until `until`, as a
+/// load balancer does: two failures in a row take a server out of new operations' choices,
+/// one success brings it back.
+pub async fn health_checks(shared: Arc<Shared>, until: Instant) {
+    let http = reqwest::Client::new();
+    let mut failures = vec![0u32; shared.servers.len()];
+    while Instant::now() < until {
+        for (i, base) in shared.servers.iter().enumerate() {
+            let ok = http
+                .get(format!("{base}/health"))
+                .timeout(Duration::from_millis(500))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            failures[i] = if ok { 0 } else { failures[i] + 1 };
+            shared.down[i].store(failures[i] >= 2, std::sync::atomic::Ordering::Relaxed);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
@@ -61,6 +109,7 @@ const EPOCH_MS: u64 = 1_735_689_600_000;
 /// Runs the clients until `plan.duration` has passed.
 pub async fn drive(plan: Arc<Plan>, shared: Arc<Shared>) -> anyhow::Result<()> {
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
+    let checks = tokio::spawn(health_checks(shared.clone(), shared.start + plan.duration));
     let mut tasks = Vec::new();
     for c in 0..plan.clients {
         let (plan, shared, http) = (plan.clone(), shared.clone(), http.clone());
@@ -78,6 +127,7 @@ pub async fn drive(plan: Arc<Plan>, shared: Arc<Shared>) -> anyhow::Result<()> {
     for t in tasks {
         t.await?;
     }
+    checks.await?;
     Ok(())
 }
 
@@ -173,7 +223,7 @@ async fn run_op(
     let op = shared.next_op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let key = format!("{}-op{op}", plan.tag);
     let n = shared.servers.len();
-    let mut server = rng.random_range(0..n);
+    let mut server = shared.pick(rng);
     let keyed = call.is_write() && !matches!(call, Call::PutUser { .. } | Call::PutProfile { .. });
     let attempt = |attempt: u32, server: usize, timeout: Duration| {
         let (call, key) = (call.clone(), key.clone());
@@ -184,7 +234,16 @@ async fn run_op(
         }
     };
     if !keyed {
-        attempt(0, server, plan.timeout).await;
+        // Sent again only when it reached no server (no connection): then it did nothing.
+        for tries in 0..n as u32 {
+            if attempt(tries, server, plan.timeout).await.is_some() {
+                return;
+            }
+            server = (server + 1) % n;
+            if !shared.unreached(op) {
+                return;
+            }
+        }
         return;
     }
     let mut tries = 0u32;
@@ -237,7 +296,7 @@ fn record(
         }
     }
     let settled = match (a.outcome, a.status) {
-        (Outcome::Unknown, _) | (_, Some(503)) => None,
+        (Outcome::Unknown, _) | (_, Some(503)) | (Outcome::Fail, None) => None,
         (o, _) => Some(o),
     };
     shared.history.lock().expect("not poisoned").push(Entry {

@@ -1,0 +1,67 @@
+//! `kith trial cluster`, one short run per nemesis: three servers over the test command's
+//! Cassandra cluster and Redis Cluster (`KITH_TEST_CLUSTER_DIR`; without it, clusters of its
+//! own on 127.0.5.x), a mixed load of every write and read kind on hot users, and a kith
+//! server, a Cassandra node or a Redis node killed or paused during it. The checker must
+//! find no anomaly of any kind kith guarantees (docs/service.md, "Several servers"); the
+//! kinds listed in `STILL_OPEN` are the ones "What does not hold yet" states, with their
+//! measured frequency, and are only counted here.
+
+mod common;
+
+/// Anomaly kinds docs/service.md still lists under "What does not hold yet".
+const STILL_OPEN: &[&str] = &[
+    // Follow counts are counters written after the follow: two follows of one pair on two
+    // servers both count.
+    "count-drift",
+    // A client-chosen post id is checked, then written: two servers can take one id, and a
+    // server's own id can equal a client's.
+    "id-shared",
+    "overwritten",
+    // Feeds of the followers of such a post lack it.
+    "feed-missing",
+];
+
+#[test]
+fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trial.json");
+    let cluster = std::env::var("KITH_TEST_CLUSTER_DIR").ok();
+    let mut args = vec![
+        "trial",
+        "cluster",
+        "--runs",
+        "1",
+        "--load-s",
+        "10",
+        "--users",
+        "300",
+        "--clients",
+        "8",
+        "--settle-s",
+        "2",
+        "--out",
+        common::p(&out),
+    ];
+    match &cluster {
+        Some(c) => args.extend(["--cluster-dir", c.as_str()]),
+        None => args.extend(["--base", "127.0.5.1", "--redis-port", "6392"]),
+    }
+    common::ok(&args);
+    let report = common::json(&std::fs::read_to_string(&out).unwrap());
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8, "one run per nemesis");
+    for r in runs {
+        let nemesis = r["nemesis"].as_str().unwrap();
+        for (kind, n) in r["anomalies"]["counts"].as_object().unwrap() {
+            if !STILL_OPEN.contains(&kind.as_str()) {
+                assert_eq!(n, 0, "{nemesis}: {kind}: {}", r["anomalies"]["examples"]);
+            }
+        }
+        let acked: u64 =
+            r["ops"].as_object().unwrap().values().map(|c| c["ok"].as_u64().unwrap()).sum();
+        assert!(acked > 100, "{nemesis}: only {acked} operations acknowledged");
+        assert!(r["unknown_share"].as_f64().unwrap() < 0.05, "{nemesis}: {}", r["unknown_share"]);
+        let faults = r["faults"].as_array().unwrap();
+        assert_eq!(faults.is_empty(), nemesis == "none", "{nemesis}: {faults:?}");
+    }
+}
