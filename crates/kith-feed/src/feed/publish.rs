@@ -111,6 +111,7 @@ impl Feed {
             (chosen, exclusive) = (Some((id, ts)), false);
         }
         let (id, ts_ms) = match chosen {
+            None if self.shared_store() => self.allocate_claimed(author, &req.content).await?,
             None => (self.marks.allocate(&self.ids), now_ms()),
             Some((id, ts)) => {
                 let (engine, marks, ids) =
@@ -185,6 +186,23 @@ impl Feed {
             self.enqueue(FanJob::Post { author, id }).await;
         }
         Ok(Posted { post, replayed: false, warnings })
+    }
+
+    /// A new id of this server's, claimed in the store as a client's id is: a client may
+    /// have taken it first (ids are the clients' to choose too), and then the next one is
+    /// tried.
+    async fn allocate_claimed(&self, author: u64, content: &str) -> Result<(u64, u64)> {
+        loop {
+            let (id, ts) = (self.marks.allocate(&self.ids), now_ms());
+            match self.claim_post_id(id, author, content, ts).await {
+                Ok(ts) => return Ok((id, ts)),
+                Err(Error::PostIdTaken(_)) => self.marks.close(id),
+                Err(e) => {
+                    self.marks.close(id);
+                    return Err(e);
+                }
+            }
+        }
     }
 
     /// Claims a client's post id in the store (a lightweight transaction under a key no

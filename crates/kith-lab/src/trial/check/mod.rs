@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::trial::history::Op;
 
 /// Every kind of anomaly the checker reports (each present in a report, 0 when none).
-pub const KINDS: [&str; 13] = [
+pub const KINDS: [&str; 15] = [
     // An acknowledged write missing from the quiet state (a friendship, follow, profile or
     // post), or undone by an older value.
     "lost",
@@ -26,8 +26,11 @@ pub const KINDS: [&str; 13] = [
     "applied-twice",
     // Two different acknowledged posts under one id.
     "id-shared",
-    // A friendship (or a follow) on one side only, once quiet.
+    // A friendship on one side only, once quiet.
     "one-sided",
+    // A follow in the follower's followees but not the followee's followers, or the other
+    // way round, once quiet.
+    "follow-one-sided",
     // A post readable by id but missing from its author's posts, or the other way round.
     "partial",
     // A write that was refused (4xx, 503, 507) yet took effect.
@@ -40,6 +43,8 @@ pub const KINDS: [&str; 13] = [
     "count-drift",
     // A strong read older than a write acknowledged before it began.
     "stale-strong",
+    // A read of follows older than a follow or unfollow acknowledged before it began.
+    "follow-stale",
     // An eventual read staler than its documented bound.
     "stale-eventual",
     // A read of a value nothing wrote, or wrote only after the read.

@@ -162,13 +162,13 @@ pub fn follows(ops: &[Op], initial: &State, quiet: &State, found: &mut Anomalies
         };
         for (&(a, b), r) in registers.range((*uid, 0)..=(*uid, u64::MAX)) {
             let has = followees.contains(&b);
-            judge_read(r.judge(op.invoke, done, &has), true, 0.0, 0.0, found, || {
+            judge_follow_read(r.judge(op.invoke, done, &has), found, || {
                 format!("followees of {a} read at {:.0} ms: {b} {has}", op.invoke)
             });
         }
         for (&(a, b), r) in registers.iter().filter(|((_, b), _)| b == uid) {
             let has = followers.contains(&a);
-            judge_read(r.judge(op.invoke, done, &has), true, 0.0, 0.0, found, || {
+            judge_follow_read(r.judge(op.invoke, done, &has), found, || {
                 format!("followers of {b} read at {:.0} ms: {a} {has}", op.invoke)
             });
         }
@@ -179,7 +179,7 @@ pub fn follows(ops: &[Op], initial: &State, quiet: &State, found: &mut Anomalies
         if let (Some(o), Some(i)) = (out, inn)
             && o != i
         {
-            found.add("one-sided", || {
+            found.add("follow-one-sided", || {
                 format!("follow {a}->{b}: in followees {o}, in followers {i}")
             });
         }
@@ -228,6 +228,16 @@ pub(super) fn judge_read(
             found.add("failed-applied", || format!("{} (refused op {op})", what()))
         }
         Verdict::Foreign => found.add("foreign-read", what),
+    }
+}
+
+/// Counts a follow read's verdict: a stale one is a follow's own kind.
+fn judge_follow_read(verdict: Verdict, found: &mut Anomalies, what: impl FnOnce() -> String) {
+    match verdict {
+        Verdict::Stale { lag_ms, .. } => {
+            found.add("follow-stale", || format!("{} ({lag_ms:.0} ms behind)", what()))
+        }
+        v => judge_read(v, true, 0.0, 0.0, found, what),
     }
 }
 
@@ -354,6 +364,6 @@ mod tests {
         };
         follows(&ops, &initial, &bad, &mut found);
         assert_eq!(found.count("count-drift"), 2);
-        assert_eq!(found.count("one-sided"), 1);
+        assert_eq!(found.count("follow-one-sided"), 1);
     }
 }
