@@ -21,6 +21,7 @@ mod data;
 mod error;
 mod extract;
 mod feeds;
+mod graph;
 mod guard;
 mod idempotency;
 mod listen;
@@ -111,8 +112,8 @@ fn api_routes(body_limit: usize) -> (Router<AppState>, utoipa::openapi::OpenApi)
         .routes(routes!(users::get_profile, users::put_profile))
         .routes(routes!(users::get_friends))
         .routes(routes!(users::add_friend, users::delete_friend))
-        .routes(routes!(users::shortest_path))
-        .routes(routes!(users::neighborhood))
+        .routes(routes!(graph::shortest_path))
+        .routes(routes!(graph::neighborhood))
         .routes(routes!(feeds::follow))
         .routes(routes!(feeds::unfollow))
         .routes(routes!(feeds::follows))

@@ -57,7 +57,8 @@ fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
         }
         let acked: u64 =
             r["ops"].as_object().unwrap().values().map(|c| c["ok"].as_u64().unwrap()).sum();
-        assert!(acked > 100, "{nemesis}: only {acked} operations acknowledged");
+        // A 10 s run on 2 shared cores acknowledges hundreds; a paused node slows it a lot.
+        assert!(acked > 30, "{nemesis}: only {acked} operations acknowledged");
         assert!(r["unknown_share"].as_f64().unwrap() < 0.05, "{nemesis}: {}", r["unknown_share"]);
         let faults = r["faults"].as_array().unwrap();
         assert_eq!(faults.is_empty(), nemesis == "none", "{nemesis}: {faults:?}");

@@ -32,7 +32,7 @@ pub async fn send(
 ) -> Answer {
     let (method, path, body) = request(call);
     let mut builder = http.request(method, format!("{base}{path}")).timeout(timeout);
-    if let Some(k) = key.filter(|_| takes_key(call)) {
+    if let Some(k) = key.filter(|_| call.takes_key()) {
         builder = builder.header("Idempotency-Key", k);
     }
     if let Some(b) = body {
@@ -47,8 +47,12 @@ pub async fn send(
     };
     let status = r.status().as_u16();
     let Ok(bytes) = r.bytes().await else { return Answer { status: Some(status), ..unknown } };
-    let outcome = Outcome::of_status(call, status);
     let json: Json = serde_json::from_slice(&bytes).unwrap_or(Json::Null);
+    let outcome = match (status, json["error"].as_str()) {
+        // Too few replicas answered in time: the write may have been applied.
+        (503, Some("store_unavailable")) => Outcome::Unknown,
+        _ => Outcome::of_status(call, status),
+    };
     let warned = json["warnings"].as_array().is_some_and(|w| !w.is_empty());
     let value = if outcome == Outcome::Ok { value_of(call, status, &json) } else { None };
     // A success whose body does not say what the checker needs is not a known outcome.
@@ -57,17 +61,6 @@ pub async fn send(
         (o, _, _) => o,
     };
     Answer { outcome, status: Some(status), value, warned }
-}
-
-fn takes_key(call: &Call) -> bool {
-    matches!(
-        call,
-        Call::Post { .. }
-            | Call::AddFriend { .. }
-            | Call::DeleteFriend { .. }
-            | Call::Follow { .. }
-            | Call::Unfollow { .. }
-    )
 }
 
 fn needs_value(call: &Call) -> bool {

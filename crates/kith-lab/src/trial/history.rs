@@ -50,6 +50,12 @@ impl Call {
         )
     }
 
+    /// Whether it takes an `Idempotency-Key` (every write but the two `PUT`s, which set a
+    /// whole value and need none).
+    pub fn takes_key(&self) -> bool {
+        self.is_write() && !matches!(self, Call::PutUser { .. } | Call::PutProfile { .. })
+    }
+
     /// The operation's name in reports.
     pub fn name(&self) -> &'static str {
         match self {
@@ -99,10 +105,11 @@ pub enum Outcome {
     /// A success (for a follow that existed or an unfollow of nothing, the answer that the
     /// state already was as asked: 409 `already_following`, 404 `not_following`).
     Ok,
-    /// A refusal that changed nothing: 4xx, 503 (too few replicas, overloaded), 507.
+    /// A refusal that changed nothing: 4xx, 503 (overloaded, shutting down), 507, or no
+    /// connection at all.
     Fail,
     /// No answer (the client gave up, the connection broke) or one that does not say
-    /// whether the write happened (500, 504).
+    /// whether the write happened (500, 504, 503 `store_unavailable`).
     Unknown,
 }
 

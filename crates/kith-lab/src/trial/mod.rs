@@ -34,7 +34,7 @@ use crate::machine::{Machine, git_commit, utc_now, write_json};
 use crate::rig::{Rig, RigConfig};
 pub use check::KINDS;
 pub use nemesis::Nemesis;
-use run::RunReport;
+use run::{RunReport, Stage, TrialConfig};
 
 /// `kith trial ...`.
 #[derive(Debug, Args)]
@@ -110,37 +110,6 @@ struct ClusterArgs {
     /// Keep the runs `--out` already holds and run only the others.
     #[arg(long)]
     resume: bool,
-}
-
-/// How a trial runs.
-#[derive(Clone, Debug)]
-pub struct TrialConfig {
-    pub load: Duration,
-    pub clients: usize,
-    pub hot: usize,
-    pub feeds: Vec<String>,
-    pub caches: Vec<String>,
-    pub timeout: Duration,
-    pub settle: Duration,
-    pub seed: u64,
-    pub history_dir: Option<PathBuf>,
-}
-
-/// The clusters, the loaded store, and the users the load touches.
-pub struct Stage {
-    rig: Rig,
-    keyspace: String,
-    engine: Arc<dyn Engine>,
-    playground: Vec<u64>,
-}
-
-impl std::fmt::Debug for Stage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stage")
-            .field("keyspace", &self.keyspace)
-            .field("playground", &self.playground)
-            .finish()
-    }
 }
 
 /// Per nemesis, over its runs.

@@ -3,10 +3,12 @@
 //! operations counted by kind and outcome and the service's recovery after each fault.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use kith_store::Engine;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
@@ -16,7 +18,38 @@ use super::history::{self, Call, Entry, Op, Outcome};
 use super::nemesis::{self, Fault, Nemesis, Servers};
 use super::quiet;
 use super::workload::{self, Plan, Shared};
-use super::{Stage, TrialConfig};
+use crate::rig::Rig;
+
+/// How a trial runs.
+#[derive(Clone, Debug)]
+pub struct TrialConfig {
+    pub load: Duration,
+    pub clients: usize,
+    pub hot: usize,
+    pub feeds: Vec<String>,
+    pub caches: Vec<String>,
+    pub timeout: Duration,
+    pub settle: Duration,
+    pub seed: u64,
+    pub history_dir: Option<PathBuf>,
+}
+
+/// The clusters, the loaded store, and the users the load touches.
+pub struct Stage {
+    pub(super) rig: Rig,
+    pub(super) keyspace: String,
+    pub(super) engine: Arc<dyn Engine>,
+    pub(super) playground: Vec<u64>,
+}
+
+impl std::fmt::Debug for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stage")
+            .field("keyspace", &self.keyspace)
+            .field("playground", &self.playground)
+            .finish()
+    }
+}
 
 /// Operations of one kind, by outcome (logical operations: attempts of one write folded).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -224,7 +224,7 @@ async fn run_op(
     let key = format!("{}-op{op}", plan.tag);
     let n = shared.servers.len();
     let mut server = shared.pick(rng);
-    let keyed = call.is_write() && !matches!(call, Call::PutUser { .. } | Call::PutProfile { .. });
+    let keyed = call.takes_key();
     let attempt = |attempt: u32, server: usize, timeout: Duration| {
         let (call, key) = (call.clone(), key.clone());
         async move {

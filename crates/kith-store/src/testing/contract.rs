@@ -392,6 +392,12 @@ fn check_records(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64, next_po
     assert_eq!(engine.idempotency_record("none").unwrap(), None);
     engine.put_idempotency_record(&record("alone", vec![1])).unwrap();
     assert_eq!(engine.idempotency_record("alone").unwrap(), Some(record("alone", vec![1])));
+    // A claim stores its record once; a later claim of the key finds the first, unchanged.
+    let key = format!("claim-{next_post}");
+    assert_eq!(engine.claim_idempotency_record(&record(&key, vec![3])).unwrap(), None);
+    let second = engine.claim_idempotency_record(&record(&key, vec![4])).unwrap();
+    assert_eq!(second, Some(record(&key, vec![3])), "the second claim of {key}");
+    assert_eq!(engine.idempotency_record(&key).unwrap(), Some(record(&key, vec![3])));
     let post = Post { id: next_post + 1, author: a, ts_ms: 1, content: "recorded".into() };
     engine.put_posts_recorded(&[&post], &record("post", vec![2])).unwrap();
     assert_eq!(engine.idempotency_record("post").unwrap(), Some(record("post", vec![2])));
