@@ -103,8 +103,11 @@ pub fn one(
     nemesis: Nemesis,
     run: usize,
 ) -> Result<RunReport> {
-    let feed = config.feeds[run % config.feeds.len()].clone();
-    let cache = config.caches[(run / config.feeds.len()) % config.caches.len()].clone();
+    // Strategies and caches in turn over the nemeses and their runs, so that even one run
+    // of each nemesis covers every feed strategy and both caches.
+    let turn = run + nemesis as usize;
+    let feed = config.feeds[turn % config.feeds.len()].clone();
+    let cache = config.caches[(turn / config.feeds.len()) % config.caches.len()].clone();
     let tag = format!("t{}{}r{run}", config.seed, short(nemesis));
     let mut args: Vec<String> =
         vec!["--feed".into(), feed.clone(), "--cache".into(), cache.clone()];
