@@ -71,15 +71,6 @@ impl Shared {
             k => up[rng.random_range(0..k)],
         }
     }
-
-    /// Whether operation `op`'s last attempt reached no server (no connection).
-    fn unreached(&self, op: u64) -> bool {
-        let h = self.history.lock().expect("not poisoned");
-        h.iter()
-            .rev()
-            .find(|e| e.op == op)
-            .is_some_and(|e| e.outcome == Outcome::Fail && e.status.is_none())
-    }
 }
 
 /// Checks every server's `GET /health` every 500 ms (500 ms timeout) until `until`, as a
@@ -236,13 +227,10 @@ async fn run_op(
     if !keyed {
         // Sent again only when it reached no server (no connection): then it did nothing.
         for tries in 0..n as u32 {
-            if attempt(tries, server, plan.timeout).await.is_some() {
+            if attempt(tries, server, plan.timeout).await != Next::Unreached {
                 return;
             }
             server = (server + 1) % n;
-            if !shared.unreached(op) {
-                return;
-            }
         }
         return;
     }
@@ -259,7 +247,7 @@ async fn run_op(
         let other = (server + 1) % n;
         let (a, b) =
             tokio::join!(attempt(0, server, plan.timeout), attempt(1, other, plan.timeout));
-        if a.is_some() || b.is_some() {
+        if a == Next::Settled || b == Next::Settled {
             return;
         }
         tries = 2;
@@ -268,15 +256,25 @@ async fn run_op(
     while tries < 3 {
         let done = attempt(tries, server, plan.timeout).await;
         tries += 1;
-        if done.is_some() {
+        if done == Next::Settled {
             return;
         }
         server = (server + 1) % n;
     }
 }
 
-/// Records an attempt; returns `Some(outcome)` when it settled the operation (anything but
-/// unknown or 503).
+/// What an attempt leaves for its operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Answered: nothing to send again.
+    Settled,
+    /// Unknown, or 503: a keyed write may be sent again.
+    Retry,
+    /// It reached no server (no connection): it did nothing, so any request may go again.
+    Unreached,
+}
+
+/// Records an attempt; returns what it leaves for its operation.
 #[allow(clippy::too_many_arguments)]
 fn record(
     shared: &Shared,
@@ -287,7 +285,7 @@ fn record(
     invoke_ms: f64,
     call: Call,
     a: Answer,
-) -> Option<Outcome> {
+) -> Next {
     if let Some(Value::PostId { id }) = &a.value {
         let mut recent = shared.recent.lock().expect("not poisoned");
         recent.push(*id);
@@ -295,9 +293,10 @@ fn record(
             recent.drain(..2048);
         }
     }
-    let settled = match (a.outcome, a.status) {
-        (Outcome::Unknown, _) | (_, Some(503)) | (Outcome::Fail, None) => None,
-        (o, _) => Some(o),
+    let next = match (a.outcome, a.status) {
+        (Outcome::Fail, None) => Next::Unreached,
+        (Outcome::Unknown, _) | (_, Some(503)) => Next::Retry,
+        _ => Next::Settled,
     };
     shared.history.lock().expect("not poisoned").push(Entry {
         op,
@@ -312,5 +311,5 @@ fn record(
         value: a.value,
         warned: a.warned,
     });
-    settled
+    next
 }
