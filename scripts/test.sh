@@ -65,7 +65,7 @@ kith_bin="$target_dir/release/kith"
 # The Cassandra cluster the tests of the store on Cassandra share, and the Redis Cluster
 # (three masters with a replica each, on 127.0.2.1-6) the tests of several servers share.
 cluster_dir=$(mktemp -d /tmp/kith-test-cluster.XXXXXX)
-"$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 768
+"$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 768 --skewable
 export KITH_TEST_CASSANDRA=127.0.2.1,127.0.2.2,127.0.2.3
 export KITH_TEST_CLUSTER_DIR="$cluster_dir"
 KITH_TEST_REDIS_CLUSTER=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(",".join("redis://%s:%d" % (n["address"], n["port"]) for n in c["nodes"]))' "$cluster_dir/redis-cluster.json")

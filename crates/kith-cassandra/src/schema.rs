@@ -159,7 +159,8 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
 const BATCHLOG_RETRIES: u32 = 8;
 
 /// The driver's default retries, with batch-log write timeouts retried [`BATCHLOG_RETRIES`]
-/// times on the same coordinator and other write timeouts of idempotent writes once.
+/// times on the same coordinator, other write timeouts of idempotent writes once, and read
+/// timeouts once on another coordinator.
 #[derive(Debug)]
 struct Retries;
 
@@ -207,6 +208,12 @@ impl RetrySession for RetriesSession {
                 ) if !self.timed_out => {
                     self.timed_out = true;
                     return RetryDecision::RetrySameTarget(None);
+                }
+                // A read that too few replicas answered in time (one slow, paused or dying
+                // node): once more through another coordinator, which may ask others.
+                RequestAttemptError::DbError(DbError::ReadTimeout { .. }, _) if !self.timed_out => {
+                    self.timed_out = true;
+                    return RetryDecision::RetryNextTarget(None);
                 }
                 _ => {}
             }

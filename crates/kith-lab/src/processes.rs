@@ -43,7 +43,8 @@ pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildPr
 /// Starts `kith serve --cassandra <hosts> --keyspace <keyspace> --journal-dir <journal>
 /// --addr <addr> <args>` (`addr` `127.0.0.1:0` for any free port); returns it and its URL.
 ///
-/// Its standard error goes to `log` when given (appended), else to this process's.
+/// Its standard error goes to `log` when given (appended), else to this process's; its wall
+/// clock is read through `clock` when given (a skewable clock file).
 pub(crate) fn start_cassandra_server(
     hosts: &str,
     keyspace: &str,
@@ -51,10 +52,14 @@ pub(crate) fn start_cassandra_server(
     args: &[String],
     log: Option<&Path>,
     addr: &str,
+    clock: Option<&Path>,
 ) -> Result<(ChildProcess, String)> {
     let mut command = Command::new(std::env::current_exe()?);
     command.args(["serve", "--cassandra", hosts, "--keyspace", keyspace, "--journal-dir"]);
     command.arg(journal);
+    if let Some(clock) = clock {
+        kith_cassandra::local::clock::skew_command(&mut command, clock)?;
+    }
     if let Some(log) = log {
         let file = std::fs::OpenOptions::new()
             .create(true)

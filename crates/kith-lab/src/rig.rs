@@ -29,6 +29,8 @@ pub(crate) struct RigConfig {
     pub redis_node_timeout: Duration,
     /// Each Cassandra node's heap.
     pub heap_mb: u32,
+    /// Whether the Cassandra nodes' clocks can be skewed (`ClusterConfig::skewable`).
+    pub skewable: bool,
 }
 
 /// The two clusters, and a directory for the servers' journals.
@@ -61,6 +63,7 @@ impl Rig {
             base: config.base,
             heap_mb: config.heap_mb,
             progress: true,
+            skewable: config.skewable,
             ..ClusterConfig::default()
         })?;
         let redis = match LocalRedisCluster::up(&RedisClusterConfig {
@@ -156,6 +159,7 @@ impl Rig {
                 &all,
                 log.as_deref(),
                 "127.0.0.1:0",
+                None,
             )?;
             servers.push(Some(child));
             urls.push(url);
@@ -172,8 +176,15 @@ impl Rig {
         all
     }
 
+    /// The clock file server `i` (1-based) of `prefix` started by [`Rig::server_at`] reads
+    /// its wall clock through ([`kith_cassandra::local::clock`]).
+    pub(crate) fn server_clock(&self, prefix: &str, i: usize) -> PathBuf {
+        self.journal_dir.path().join(format!("{prefix}-{i}.clock"))
+    }
+
     /// Starts server `i` (1-based) over `keyspace` as [`Rig::servers`] does, listening on
-    /// `addr` (the address a killed server had, so its clients find it again).
+    /// `addr` (the address a killed server had, so its clients find it again), its wall
+    /// clock skewable through [`Rig::server_clock`].
     pub(crate) fn server_at(
         &self,
         keyspace: &str,
@@ -184,7 +195,16 @@ impl Rig {
     ) -> Result<ChildProcess> {
         let all = self.serve_args(prefix, args);
         let journal = self.journal_dir.path().join(format!("{prefix}-{i}"));
-        let (child, _) = start_cassandra_server(&self.hosts, keyspace, &journal, &all, None, addr)?;
+        let clock = self.server_clock(prefix, i);
+        let (child, _) = start_cassandra_server(
+            &self.hosts,
+            keyspace,
+            &journal,
+            &all,
+            None,
+            addr,
+            Some(&clock),
+        )?;
         Ok(child)
     }
 }

@@ -6,6 +6,7 @@
 //! different loopback ranges do not collide. The cluster's state (nodes, pids, tokens) is
 //! `cluster.json` in its directory, so a later command finds it.
 
+pub mod clock;
 mod install;
 mod node;
 mod ring;
@@ -42,6 +43,9 @@ pub struct ClusterConfig {
     pub timeout: Duration,
     /// Print progress on stderr.
     pub progress: bool,
+    /// Every node reads its wall clock through a clock file, so that trials can skew it
+    /// ([`LocalCluster::set_clock`]; needs Debian's faketime).
+    pub skewable: bool,
 }
 
 impl Default for ClusterConfig {
@@ -55,6 +59,7 @@ impl Default for ClusterConfig {
             keyspace: crate::DEFAULT_KEYSPACE.to_string(),
             timeout: Duration::from_secs(300),
             progress: false,
+            skewable: false,
         }
     }
 }
@@ -72,6 +77,9 @@ pub struct LocalCluster {
     pub lib: PathBuf,
     /// The nodes, in the order they were added.
     pub nodes: Vec<Node>,
+    /// Whether the nodes' clocks can be skewed (`ClusterConfig::skewable`).
+    #[serde(default)]
+    pub skewable: bool,
     /// Whether progress is printed.
     #[serde(skip)]
     pub progress: bool,
@@ -177,6 +185,7 @@ impl LocalCluster {
             heap_mb: config.heap_mb,
             lib,
             nodes,
+            skewable: config.skewable,
             progress: config.progress,
             timeout: config.timeout,
         };
@@ -304,6 +313,18 @@ impl LocalCluster {
         Ok(index)
     }
 
+    /// Sets node `index`'s clock `offset_s` seconds ahead (behind when negative) of the
+    /// machine's, within a second, on a cluster started skewable.
+    pub fn set_clock(&self, index: usize, offset_s: i64) -> Result<()> {
+        if !self.skewable {
+            return Err(Error::Cluster(format!(
+                "{}: the cluster's clocks cannot be skewed; start it with `kith cluster up --skewable`",
+                self.dir.display()
+            )));
+        }
+        clock::set_offset(&self.nodes[self.position(index)?].clock_file(), offset_s)
+    }
+
     /// Runs `nodetool` against node `index` (flush, status, …) and returns its output.
     pub fn nodetool(&self, index: usize, args: &[&str]) -> Result<String> {
         let n = &self.nodes[self.position(index)?];
@@ -382,6 +403,7 @@ impl LocalCluster {
             heap_mb: self.heap_mb,
             bootstrap,
             lib: &lib,
+            skewable: self.skewable,
         };
         for &i in which {
             self.nodes[i].start(&launch)?;

@@ -59,6 +59,8 @@ pub(crate) struct Launch<'a> {
     /// or starts empty (the nodes of a new cluster).
     pub bootstrap: bool,
     pub lib: &'a Path,
+    /// Whether the JVM reads its wall clock through the node's clock file.
+    pub skewable: bool,
 }
 
 impl Node {
@@ -75,6 +77,11 @@ impl Node {
     /// Whether it accepts CQL connections.
     pub fn listening(&self) -> bool {
         TcpStream::connect_timeout(&self.cql(), Duration::from_millis(300)).is_ok()
+    }
+
+    /// The file its clock's offset is read from, when the cluster is skewable.
+    pub fn clock_file(&self) -> PathBuf {
+        self.dir.join("clock")
     }
 
     /// Its main log.
@@ -130,6 +137,9 @@ impl Node {
             .map_err(Error::io(format!("creating {}", out_path.display())))?;
         let err = out.try_clone().map_err(Error::io("duplicating a log descriptor"))?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
+        if launch.skewable {
+            super::clock::skew_command(&mut cmd, &self.clock_file())?;
+        }
         let child = cmd.spawn().map_err(Error::io("starting java"))?;
         self.pid = Some(child.id());
         // The child is not waited for here: the cluster file keeps its pid; `down` stops it.

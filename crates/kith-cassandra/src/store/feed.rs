@@ -315,24 +315,41 @@ impl CassandraStore {
     /// Stores `record` with a lightweight transaction unless a record is stored under its
     /// key (one Paxos round: every server sees one winner); returns the one found. A found
     /// record past its expiry is replaced (it is kept a minute past it, then dropped).
+    ///
+    /// A Paxos round that times out may or may not have applied (two claims of one key
+    /// contend, and a slow replica delays the commit), so it is sent again, up to
+    /// [`CLAIM_ATTEMPTS`] times: a later round completes an earlier one left in progress, and
+    /// finding this very record (its expiry is the attempt's own clock reading and its result
+    /// the attempt's own) means the earlier round applied it.
     pub(crate) fn claim_idempotency_record_impl(
         &self,
         record: &IdempotencyRecord,
     ) -> Result<Option<IdempotencyRecord>> {
         let (key, ttl) = self.record_key_ttl(record)?;
-        let found = self.wait(async {
-            let rows = self
-                .session()
-                .execute_unpaged(
-                    &self.fixed.record_claim,
-                    (key, i(record.fingerprint), i(record.expires_ms), record.result.clone(), ttl),
-                )
-                .await
-                .map_err(|e| driver("claiming an idempotency key", e))?
-                .into_rows_result()
-                .map_err(|e| bad_rows("idempotency claim", e))?;
-            lwt_record(&rows, &record.key)
-        })?;
+        let mut attempt = 1;
+        let found = loop {
+            let sent = self.wait(async {
+                let rows = self
+                    .session()
+                    .execute_unpaged(
+                        &self.fixed.record_claim,
+                        (&key, i(record.fingerprint), i(record.expires_ms), &record.result, ttl),
+                    )
+                    .await
+                    .map_err(|e| driver("claiming an idempotency key", e))?
+                    .into_rows_result()
+                    .map_err(|e| bad_rows("idempotency claim", e))?;
+                lwt_record(&rows, &record.key)
+            });
+            match sent {
+                Err(StoreError::Unavailable(_)) if attempt < CLAIM_ATTEMPTS => {
+                    std::thread::sleep(std::time::Duration::from_millis(50 << attempt));
+                    attempt += 1;
+                }
+                Ok(Some(r)) if attempt > 1 && r == *record => break None,
+                sent => break sent?,
+            }
+        };
         match found {
             Some(r) if r.expires_ms <= now_ms() => {
                 self.put_idempotency_record_impl(record)?;
@@ -350,6 +367,10 @@ impl CassandraStore {
         })
     }
 }
+
+/// How many Paxos rounds a claim of an idempotency key may take (see
+/// `claim_idempotency_record_impl`); 50 ms, 100 ms, 200 ms, 400 ms apart.
+const CLAIM_ATTEMPTS: u32 = 5;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()

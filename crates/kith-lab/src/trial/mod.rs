@@ -2,7 +2,8 @@
 //! cluster, a Redis Cluster (three masters with a replica each) and three `kith serve` on
 //! loopback; clients spread a mixed load of every write and read kind over the servers,
 //! contending for a few hot users and post ids, while a nemesis kills or pauses a kith
-//! server, a Cassandra node or a Redis node. Every request is recorded as a history
+//! server, a Cassandra node or a Redis node, or skews a kith server's or a Cassandra node's
+//! clock. Every request is recorded as a history
 //! (`history.rs`); once every fault is healed and the system is quiet, the state is read
 //! from the store and every server, and the checker (`check/`) counts anomalies by kind.
 //! Results go to `bench/results/trial-<date>.json`, written after every run; `--resume`
@@ -53,11 +54,13 @@ enum TrialCommand {
 #[derive(Debug, Args)]
 struct ClusterArgs {
     /// Nemeses to run: none, kill-kith, kill-cassandra, kill-redis, pause-kith,
-    /// pause-cassandra, pause-redis, mix.
+    /// pause-cassandra, pause-redis, skew-kith, skew-cassandra, mix. Skewing a Cassandra
+    /// node needs a cluster started skewable (`kith cluster up --skewable`; the trial's own
+    /// cluster is).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "none,kill-kith,kill-cassandra,kill-redis,pause-kith,pause-cassandra,pause-redis,mix"
+        default_value = "none,kill-kith,kill-cassandra,kill-redis,pause-kith,pause-cassandra,pause-redis,skew-kith,skew-cassandra,mix"
     )]
     nemesis: Vec<Nemesis>,
     /// Runs of each nemesis.
@@ -217,6 +220,7 @@ fn stage(a: &ClusterArgs, dir: PathBuf) -> Result<Stage> {
             redis_port: a.redis_port,
             redis_node_timeout: Duration::from_millis(1000),
             heap_mb: 512,
+            skewable: true,
         })?,
     };
     let lfr =

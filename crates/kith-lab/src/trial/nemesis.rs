@@ -1,7 +1,9 @@
 //! The faults a trial makes during its load, at random times, each bounded in time: kill -9
 //! and restart, and pause (SIGSTOP) and resume (SIGCONT), of a kith server, a Cassandra
-//! node or a Redis node. A schedule holds one fault at a time, with a quiet gap between;
-//! everything is healed before the run's quiet reads.
+//! node or a Redis node; and a kith server's or a Cassandra node's wall clock set seconds
+//! ahead or behind, then stepped the other way (libfaketime clock files). A schedule holds
+//! one fault at a time, with a quiet gap between; everything is healed before the run's
+//! quiet reads.
 
 use std::time::{Duration, Instant};
 
@@ -24,12 +26,16 @@ pub enum Nemesis {
     PauseKith,
     PauseCassandra,
     PauseRedis,
+    /// A kith server's clock 2–30 s ahead or behind, stepped to the other side halfway.
+    SkewKith,
+    /// A Cassandra node's clock, likewise.
+    SkewCassandra,
     /// Each fault of a schedule one of the above, at random.
     Mix,
 }
 
 /// Every nemesis, in the order the trials run them.
-pub const ALL: [Nemesis; 8] = [
+pub const ALL: [Nemesis; 10] = [
     Nemesis::None,
     Nemesis::KillKith,
     Nemesis::KillCassandra,
@@ -37,6 +43,8 @@ pub const ALL: [Nemesis; 8] = [
     Nemesis::PauseKith,
     Nemesis::PauseCassandra,
     Nemesis::PauseRedis,
+    Nemesis::SkewKith,
+    Nemesis::SkewCassandra,
     Nemesis::Mix,
 ];
 
@@ -50,6 +58,8 @@ impl Nemesis {
             Nemesis::PauseKith => "pause-kith",
             Nemesis::PauseCassandra => "pause-cassandra",
             Nemesis::PauseRedis => "pause-redis",
+            Nemesis::SkewKith => "skew-kith",
+            Nemesis::SkewCassandra => "skew-cassandra",
             Nemesis::Mix => "mix",
         }
     }
@@ -89,6 +99,8 @@ enum Broken {
     Killed(Target),
     /// Stopped with SIGSTOP: the process id to resume.
     Paused(u32),
+    /// Its clock set off: to set right again.
+    Skewed(Target),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -99,8 +111,9 @@ enum Target {
 }
 
 /// Runs `nemesis` faults from `start` until `end` (from the start), one at a time with a
-/// gap of 2–5 s before each, each held 1–20 s for pauses and 3–10 s for kills (less when
-/// the load ends sooner, so that each fault is healed a second before it ends).
+/// gap of 2–5 s before each, each held 1–20 s for pauses, 4–20 s for skews and 3–10 s for
+/// kills (less when the load ends sooner, so that each fault is healed a second before it
+/// ends). A skewed clock is stepped to the other side of the true time halfway through.
 pub fn run(
     nemesis: Nemesis,
     rig: &mut Rig,
@@ -124,6 +137,9 @@ pub fn run(
             Nemesis::PauseKith | Nemesis::PauseCassandra | Nemesis::PauseRedis => {
                 Duration::from_millis(rng.random_range(1_000..20_000))
             }
+            Nemesis::SkewKith | Nemesis::SkewCassandra => {
+                Duration::from_millis(rng.random_range(4_000..20_000))
+            }
             _ => Duration::from_millis(rng.random_range(3_000..10_000)),
         };
         // Cut to what is left of the load (a short run still gets its fault), at least 1 s.
@@ -134,9 +150,17 @@ pub fn run(
         let hold = hold.min(left);
         std::thread::sleep(gap);
         let at_s = start.elapsed().as_secs_f64();
-        let (broken, what) = inflict(kind, rig, servers, rng)?;
+        let (broken, mut what) = inflict(kind, rig, servers, rng)?;
         eprintln!("trial: {at_s:>6.1} s  {what}");
-        std::thread::sleep(hold);
+        if let Broken::Skewed(target) = broken {
+            std::thread::sleep(hold / 2);
+            let step = skew(target, rig, servers, rng, true)?;
+            eprintln!("trial: {:>6.1} s  stepped to {step:+} s", start.elapsed().as_secs_f64());
+            what = format!("{what}, then {step:+} s");
+            std::thread::sleep(hold - hold / 2);
+        } else {
+            std::thread::sleep(hold);
+        }
         heal(broken, rig, servers)?;
         let healed_s = start.elapsed().as_secs_f64();
         eprintln!("trial: {healed_s:>6.1} s  healed");
@@ -187,13 +211,77 @@ fn inflict(
             signal(pid, libc::SIGSTOP);
             (Broken::Paused(pid), format!("paused redis node {i}"))
         }
+        Nemesis::SkewKith | Nemesis::SkewCassandra => {
+            let target = match kind {
+                Nemesis::SkewKith => Target::Kith(kith),
+                _ => Target::Cassandra(cass),
+            };
+            let offset = skew(target, rig, servers, rng, false)?;
+            let name = match target {
+                Target::Kith(i) => format!("kith server {}", i + 1),
+                _ => format!("cassandra node {cass}"),
+            };
+            (Broken::Skewed(target), format!("set {name}'s clock {offset:+} s"))
+        }
         Nemesis::None | Nemesis::Mix => bail!("{kind:?} is not one fault"),
     })
+}
+
+/// Sets `target`'s clock 2–30 s off, ahead or behind at random, or (`step`) to the other
+/// side of the one it is at; returns the offset.
+fn skew(
+    target: Target,
+    rig: &Rig,
+    servers: &Servers,
+    rng: &mut impl Rng,
+    step: bool,
+) -> Result<i64> {
+    let size = rng.random_range(2..=30);
+    let offset = match (step, rng.random_bool(0.5)) {
+        (false, ahead) => {
+            if ahead {
+                size
+            } else {
+                -size
+            }
+        }
+        (true, _) => -size * current_sign(target, rig, servers),
+    };
+    set_clock(target, rig, servers, offset)?;
+    Ok(offset)
+}
+
+fn clock_file(target: Target, rig: &Rig, servers: &Servers) -> Result<std::path::PathBuf> {
+    Ok(match target {
+        Target::Kith(i) => rig.server_clock(&servers.prefix, i + 1),
+        Target::Cassandra(n) => rig.cassandra.nodes[n - 1].clock_file(),
+        Target::Redis(_) => bail!("Redis clocks are not skewed"),
+    })
+}
+
+fn set_clock(target: Target, rig: &Rig, servers: &Servers, offset_s: i64) -> Result<()> {
+    match target {
+        Target::Cassandra(n) => rig.cassandra.set_clock(n, offset_s)?,
+        _ => {
+            kith_cassandra::local::clock::set_offset(&clock_file(target, rig, servers)?, offset_s)?
+        }
+    }
+    Ok(())
+}
+
+/// The sign of the offset `target`'s clock file holds (1 when ahead or unset).
+fn current_sign(target: Target, rig: &Rig, servers: &Servers) -> i64 {
+    let text = clock_file(target, rig, servers)
+        .ok()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .unwrap_or_default();
+    if text.trim_start().starts_with('-') { -1 } else { 1 }
 }
 
 fn heal(broken: Broken, rig: &mut Rig, servers: &mut Servers) -> Result<()> {
     match broken {
         Broken::Paused(pid) => signal(pid, libc::SIGCONT),
+        Broken::Skewed(target) => set_clock(target, rig, servers, 0)?,
         Broken::Killed(Target::Kith(i)) => restart_kith(rig, servers, i)?,
         Broken::Killed(Target::Cassandra(n)) => rig.cassandra.restart(n)?,
         Broken::Killed(Target::Redis(n)) => rig.redis.restart(n, Duration::from_secs(60))?,

@@ -80,6 +80,11 @@ pub(crate) struct UpArgs {
     /// (`cluster-node-timeout`).
     #[arg(long, default_value_t = 2000)]
     redis_node_timeout_ms: u64,
+    /// Start each Cassandra node under Debian's faketime with a clock file (`node<i>/clock`,
+    /// an offset in seconds, re-read within seconds), so that `kith trial cluster --nemesis
+    /// skew-cassandra` can skew it.
+    #[arg(long)]
+    skewable: bool,
 }
 
 #[derive(Debug, Args)]
@@ -220,6 +225,7 @@ fn up(a: UpArgs) -> Result<()> {
         keyspace: a.keyspace.clone(),
         timeout: Duration::from_secs(a.timeout_s),
         progress: true,
+        skewable: a.skewable,
     };
     let t = std::time::Instant::now();
     let cluster = LocalCluster::up(&config)?;
