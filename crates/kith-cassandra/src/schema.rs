@@ -43,8 +43,9 @@ pub const DEFAULT_KEYSPACE: &str = "kith";
 /// The store's format on Cassandra; a newer one is refused.
 /// Format 2 added friend copies (`generations.friend_copies`, `index_gN.copied_to`);
 /// format 3 server numbers (`servers`) and follow counters (`follow_counts`), for several
-/// servers on one store.
-pub(crate) const FORMAT: i32 = 3;
+/// servers on one store; format 4 a write clock on each index row (`index_gN.clock`, see
+/// `CassandraStore::stamp_after`).
+pub(crate) const FORMAT: i32 = 4;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
 /// 2 s for writes and 5 s for reads, come first).
@@ -141,7 +142,7 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
         .and_then(|r| r.0);
     match format {
         Some(f) if f < FORMAT => Err(Error::Cluster(format!(
-            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, follow counters); rebuild it with `kith store build --cassandra`"
+            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, follow counters, write clocks); rebuild it with `kith store build --cassandra`"
         ))),
         _ => Ok(()),
     }
@@ -332,7 +333,7 @@ fn generation_tables_plain(ks: &str, generation: u32) -> Vec<String> {
     vec![
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.index_g{generation} (uid bigint PRIMARY KEY, pos bigint, \
-             data_bytes bigint, friends map<bigint, bigint>, copied_to set<bigint>)"
+             data_bytes bigint, friends map<bigint, bigint>, copied_to set<bigint>, clock int)"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.users_g{generation} (part bigint, pos bigint, uid bigint, \

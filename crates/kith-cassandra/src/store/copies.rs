@@ -103,9 +103,8 @@ pub(crate) fn needed_copies(
 
 impl CassandraStore {
     /// Adds `uid`'s profile to `w`: at its position and in every partition of `copied_to`,
-    /// all stamped `stamp` (only profile cells carry client timestamps; the batch's other
-    /// cells keep the coordinator's, as every other write of them does).
-    #[allow(clippy::too_many_arguments)]
+    /// with the batch's timestamp (`Writes::at`, the write's one stamp), and the clock of
+    /// `uid`'s index row.
     pub(crate) fn push_profile(
         w: &mut Writes,
         g: &Gen,
@@ -113,11 +112,11 @@ impl CassandraStore {
         pos: u64,
         copied_to: &[i64],
         encoded: &[u8],
-        stamp: i64,
     ) {
-        w.push(&g.st.user_put_at, (g.part(pos), i(pos), key(uid), encoded.to_vec(), stamp));
+        w.push(&g.st.index_clock, (key(uid),));
+        w.push(&g.st.user_put, (g.part(pos), i(pos), key(uid), encoded.to_vec()));
         for &part in copied_to {
-            w.push(&g.st.user_put_at, (part, i(pos), key(uid), encoded.to_vec(), stamp));
+            w.push(&g.st.user_put, (part, i(pos), key(uid), encoded.to_vec()));
         }
     }
 

@@ -279,8 +279,19 @@ impl CassandraStore {
         }
     }
 
-    /// A client timestamp for a profile write: the clock in microseconds (Cassandra's unit),
-    /// strictly after the last one this process gave.
+    /// The timestamp of a write to users whose rows' clocks read at most `seen` (the
+    /// timestamps of the last writes to them, read at QUORUM before the write): strictly
+    /// after `seen` and after the last one this process gave, and at least the clock. Each
+    /// write carries this one timestamp on every cell (a hybrid logical clock), so that a
+    /// write that begins after another was acknowledged wins over it whatever the servers'
+    /// and nodes' clocks say: it reads the other's clock, or a later one.
+    pub(crate) fn stamp_after(&self, seen: i64) -> i64 {
+        self.last_stamp.fetch_max(seen, Ordering::Relaxed);
+        self.stamp()
+    }
+
+    /// A client timestamp: the clock in microseconds (Cassandra's unit), strictly after the
+    /// last one this process gave.
     pub(crate) fn stamp(&self) -> i64 {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -390,6 +401,13 @@ impl Writes {
         Writes { batch, values: Vec::new() }
     }
 
+    /// Gives every cell the batch writes timestamp `at` (microseconds) instead of its
+    /// coordinator's clock.
+    pub(crate) fn at(mut self, at: i64) -> Writes {
+        self.batch.set_timestamp(Some(at));
+        self
+    }
+
     pub(crate) fn push(
         &mut self,
         statement: &PreparedStatement,
@@ -406,10 +424,13 @@ impl Writes {
         }
         if self.values.len() == 1 {
             // One statement needs no batch (and no batch log).
-            let statement = match &self.batch.statements[0] {
+            let mut statement = match &self.batch.statements[0] {
                 scylla::statement::batch::BatchStatement::PreparedStatement(p) => p.clone(),
                 _ => unreachable!("only prepared statements are pushed"),
             };
+            if let Some(at) = self.batch.get_timestamp() {
+                statement.set_timestamp(Some(at));
+            }
             session
                 .execute_unpaged(&statement, &self.values[0])
                 .await

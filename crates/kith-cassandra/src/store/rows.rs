@@ -34,6 +34,8 @@ pub(crate) struct Entry {
     pub friends: Vec<(u64, u64)>,
     /// Partitions holding a copy of the user's profile, ascending.
     pub copied_to: Vec<i64>,
+    /// The timestamp of the last write to the user (its row's `clock`), 0 if none.
+    pub clock: i64,
 }
 
 /// What a probe of one user's row tells about one friend.
@@ -42,6 +44,8 @@ pub(crate) struct Probe {
     pub pos: u64,
     pub has: bool,
     pub count: usize,
+    /// As [`Entry::clock`].
+    pub clock: i64,
 }
 
 pub(crate) fn unknown(uid: u64) -> StoreError {
@@ -85,9 +89,10 @@ impl CassandraStore {
                 Option<i64>,
                 Option<BTreeMap<i64, i64>>,
                 Option<BTreeSet<i64>>,
+                Option<i64>,
             )>()
             .map_err(|e| bad_rows("index row", e))?;
-        let Some((pos, data_bytes, friends, copied_to)) = row else { return Ok(None) };
+        let Some((pos, data_bytes, friends, copied_to, clock)) = row else { return Ok(None) };
         let pos =
             pos.ok_or_else(|| corrupt(format!("index row of user {uid}"), "no position".into()))?;
         let mut friends: Vec<(u64, u64)> =
@@ -98,6 +103,7 @@ impl CassandraStore {
             data_bytes: data_bytes.map(u),
             friends,
             copied_to: copied_to.unwrap_or_default().into_iter().collect(),
+            clock: clock.unwrap_or(0),
         }))
     }
 
@@ -125,13 +131,14 @@ impl CassandraStore {
             .into_rows_result()
             .map_err(|e| bad_rows("index probe", e))?;
         let row = rows
-            .maybe_first_row::<(Option<i64>, Option<i64>, Option<i64>, Option<i32>)>()
+            .maybe_first_row::<(Option<i64>, Option<i64>, Option<i64>, Option<i32>, Option<i64>)>()
             .map_err(|e| bad_rows("index probe", e))?;
         Ok(match row {
-            Some((Some(pos), Some(_), entry, count)) => Some(Probe {
+            Some((Some(pos), Some(_), entry, count, clock)) => Some(Probe {
                 pos: u(pos),
                 has: entry.is_some(),
                 count: count.unwrap_or(0).max(0) as usize,
+                clock: clock.unwrap_or(0),
             }),
             _ => None,
         })

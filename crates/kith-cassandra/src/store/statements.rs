@@ -92,18 +92,19 @@ impl OneReads {
 }
 
 statements! { GenStatements(ks: &str, g: u32) {
-    index_get = true, "SELECT pos, data_bytes, friends, copied_to FROM {ks}.index_g{g} WHERE uid = ?";
+    index_get = true, "SELECT pos, data_bytes, friends, copied_to, writetime(clock) FROM {ks}.index_g{g} WHERE uid = ?";
     index_copied = true, "SELECT copied_to FROM {ks}.index_g{g} WHERE uid = ?";
     index_copy_add = true, "UPDATE {ks}.index_g{g} SET copied_to = copied_to + ? WHERE uid = ?";
-    index_probe = true, "SELECT pos, data_bytes, friends[?], collection_count(friends) FROM {ks}.index_g{g} WHERE uid = ?";
+    index_probe = true, "SELECT pos, data_bytes, friends[?], collection_count(friends), writetime(clock) FROM {ks}.index_g{g} WHERE uid = ?";
     index_claim = false, "INSERT INTO {ks}.index_g{g} (uid, pos) VALUES (?, ?) IF NOT EXISTS";
-    index_put = true, "UPDATE {ks}.index_g{g} SET data_bytes = ?, friends = ? WHERE uid = ?";
-    index_bytes = true, "UPDATE {ks}.index_g{g} SET data_bytes = ? WHERE uid = ?";
-    index_load = true, "INSERT INTO {ks}.index_g{g} (uid, pos, data_bytes, friends, copied_to) VALUES (?, ?, ?, ?, ?)";
+    index_put = true, "UPDATE {ks}.index_g{g} SET data_bytes = ?, friends = ?, clock = 1 WHERE uid = ?";
+    index_bytes = true, "UPDATE {ks}.index_g{g} SET data_bytes = ?, clock = 1 WHERE uid = ?";
+    index_clock = true, "UPDATE {ks}.index_g{g} SET clock = 1 WHERE uid = ?";
+    index_load = true, "INSERT INTO {ks}.index_g{g} (uid, pos, data_bytes, friends, copied_to, clock) VALUES (?, ?, ?, ?, ?, 1)";
     index_scan = true, "SELECT uid, data_bytes FROM {ks}.index_g{g}";
     index_scan_all = true, "SELECT uid, pos, data_bytes, friends FROM {ks}.index_g{g}";
-    friend_add = true, "UPDATE {ks}.index_g{g} SET friends[?] = ? WHERE uid = ?";
-    friend_del = true, "DELETE friends[?] FROM {ks}.index_g{g} WHERE uid = ?";
+    friend_add = true, "UPDATE {ks}.index_g{g} SET friends[?] = ?, clock = 1 WHERE uid = ?";
+    friend_del = true, "UPDATE {ks}.index_g{g} SET friends = friends - ?, clock = 1 WHERE uid = ?";
     user_put = true, "INSERT INTO {ks}.users_g{g} (part, pos, uid, profile) VALUES (?, ?, ?, ?)";
     user_get = true, "SELECT uid, profile FROM {ks}.users_g{g} WHERE part = ? AND pos = ?";
     user_stamped = true, "SELECT uid, profile, writetime(profile) FROM {ks}.users_g{g} WHERE part = ? AND pos = ?";

@@ -1,7 +1,7 @@
 //! Users on the cluster: index rows, profiles and data blocks by placement, friendships on
 //! both users in one logged batch, positions from a lightweight-transaction allocator.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use kith_store::{
@@ -112,8 +112,9 @@ impl CassandraStore {
             }
         };
         let me = key(uid);
-        let stamp = self.stamp();
-        let mut w = Writes::logged();
+        let seen = probes.values().map(|p| p.clock).chain(found.map(|e| e.clock)).max();
+        let stamp = self.stamp_after(seen.unwrap_or(0));
+        let mut w = Writes::logged().at(stamp);
         let map: BTreeMap<i64, i64> = wanted.iter().map(|&f| (key(f), i(probes[&f].pos))).collect();
         let mut touched = vec![uid];
         // Partitions whose friends changed, seen from `uid`, and the friends whose friends
@@ -136,8 +137,8 @@ impl CassandraStore {
                 w.push(&g.st.friend_add, (me, i(pos), key(f)));
                 w.push(&g.st.friend_add, (key(f), i(p.pos), me));
             } else {
-                w.push(&g.st.friend_del, (me, key(f)));
-                w.push(&g.st.friend_del, (key(f), me));
+                w.push(&g.st.friend_del, (BTreeSet::from([key(f)]), me));
+                w.push(&g.st.friend_del, (BTreeSet::from([me]), key(f)));
             }
             touched.push(f);
             changed_parts.insert(g.part(p.pos));
@@ -151,7 +152,7 @@ impl CassandraStore {
         }
         touched.sort_unstable();
         let copied_to: &[i64] = found.map_or(&[], |e| &e.copied_to);
-        CassandraStore::push_profile(&mut w, g, uid, pos, copied_to, encoded_profile, stamp);
+        CassandraStore::push_profile(&mut w, g, uid, pos, copied_to, encoded_profile);
         match (data, created) {
             // A new user's whole map: nobody else can have written it yet.
             (d, true) => {
@@ -193,7 +194,7 @@ impl CassandraStore {
             // that failed after its batch was logged may still be replayed, with its older
             // timestamp; only a newer write of the wanted state makes this answer hold. (The
             // fault trials found an acknowledged "already deleted" undone by such a replay.)
-            let mut w = Writes::logged();
+            let mut w = Writes::logged().at(self.stamp_after(pu.clock.max(pv.clock)));
             for (who, p, friend, friend_pos) in [(u, pu, v, pv.pos), (v, pv, u, pu.pos)] {
                 if add && !p.has && p.count >= kith_store::MAX_FRIENDS {
                     return Err(too_large("friend list", p.count + 1, kith_store::MAX_FRIENDS));
@@ -201,7 +202,7 @@ impl CassandraStore {
                 if add {
                     w.push(&g.st.friend_add, (key(friend), i(friend_pos), key(who)));
                 } else {
-                    w.push(&g.st.friend_del, (key(friend), key(who)));
+                    w.push(&g.st.friend_del, (BTreeSet::from([key(friend)]), key(who)));
                 }
             }
             let changed = pu.has != add || pv.has != add;
@@ -241,9 +242,9 @@ impl CassandraStore {
         let _locks = self.lock_users([uid]);
         self.wait(async {
             let e = self.existing(&g, uid).await?;
-            let stamp = self.stamp();
-            let mut w = Writes::logged();
-            CassandraStore::push_profile(&mut w, &g, uid, e.pos, &e.copied_to, &encoded, stamp);
+            let stamp = self.stamp_after(e.clock);
+            let mut w = Writes::logged().at(stamp);
+            CassandraStore::push_profile(&mut w, &g, uid, e.pos, &e.copied_to, &encoded);
             w.run(self.session(), "put_profile").await?;
             self.copies_since(&g, uid, e.pos, &e.copied_to, &encoded, stamp).await
         })
@@ -264,7 +265,7 @@ impl CassandraStore {
         let _locks = self.lock_users([uid]);
         self.wait(async {
             let e = self.existing(&g, uid).await?;
-            let mut w = Writes::logged();
+            let mut w = Writes::logged().at(self.stamp_after(e.clock));
             w.push(&g.st.index_bytes, (i(data.len() as u64), key(uid)));
             push_data(&mut w, &g, e.pos, data);
             w.run(self.session(), "put_data").await
