@@ -1,10 +1,9 @@
 //! Local Cassandra clusters on loopback: `kith cluster up|status|down`, and the nodes the
-//! fault trials kill, restart and add.
-//!
-//! Node `i` of a cluster based at `127.0.0.B` listens on `127.0.0.(B+i-1)` (storage 7000, CQL
-//! 9042) and takes JMX on `127.0.0.1:7100 + 16·third octet + fourth octet`, so clusters on
-//! different loopback ranges do not collide. The cluster's state (nodes, pids, tokens) is
-//! `cluster.json` in its directory, so a later command finds it.
+//! fault trials kill, restart and add. Node `i` of a cluster based at `127.0.0.B` listens
+//! on `127.0.0.(B+i-1)` (storage 7000, CQL 9042) and takes JMX on `127.0.0.1:7100 +
+//! 16·third octet + fourth octet`, so clusters on different loopback ranges do not collide.
+//! The cluster's state (nodes, pids, tokens) is `cluster.json` in its directory, so a later
+//! command finds it.
 
 pub mod clock;
 mod install;
@@ -313,8 +312,7 @@ impl LocalCluster {
         Ok(index)
     }
 
-    /// Sets node `index`'s clock `offset_s` seconds ahead (behind when negative) of the
-    /// machine's, within a second, on a cluster started skewable.
+    /// Sets node `index`'s clock `offset_s` s ahead (behind if negative), if skewable.
     pub fn set_clock(&self, index: usize, offset_s: i64) -> Result<()> {
         if !self.skewable {
             return Err(Error::Cluster(format!(
