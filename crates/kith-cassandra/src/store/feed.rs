@@ -318,7 +318,7 @@ impl CassandraStore {
     ///
     /// A Paxos round that times out may or may not have applied (two claims of one key
     /// contend, and a slow replica delays the commit), so it is sent again, up to
-    /// [`CLAIM_ATTEMPTS`] times: a later round completes an earlier one left in progress, and
+    /// [`CLAIM_ATTEMPTS`] times within [`CLAIM_WITHIN`]: a later round completes an earlier one left in progress, and
     /// finding this very record (its expiry is the attempt's own clock reading and its result
     /// the attempt's own) means the earlier round applied it.
     pub(crate) fn claim_idempotency_record_impl(
@@ -327,6 +327,7 @@ impl CassandraStore {
     ) -> Result<Option<IdempotencyRecord>> {
         let (key, ttl) = self.record_key_ttl(record)?;
         let mut attempt = 1;
+        let start = std::time::Instant::now();
         let found = loop {
             let sent = self.wait(async {
                 let rows = self
@@ -342,7 +343,11 @@ impl CassandraStore {
                 lwt_record(&rows, &record.key)
             });
             match sent {
-                Err(StoreError::Unavailable(_)) if attempt < CLAIM_ATTEMPTS => {
+                // Bounded in time too: a paused coordinator answers only at the driver's
+                // timeout (20 s), and the caller holds the key's lock meanwhile.
+                Err(StoreError::Unavailable(_))
+                    if attempt < CLAIM_ATTEMPTS && start.elapsed() < CLAIM_WITHIN =>
+                {
                     std::thread::sleep(std::time::Duration::from_millis(50 << attempt));
                     attempt += 1;
                 }
@@ -369,8 +374,11 @@ impl CassandraStore {
 }
 
 /// How many Paxos rounds a claim of an idempotency key may take (see
-/// `claim_idempotency_record_impl`); 50 ms, 100 ms, 200 ms, 400 ms apart.
+/// `claim_idempotency_record_impl`); 100 ms, 200 ms, 400 ms, 800 ms apart.
 const CLAIM_ATTEMPTS: u32 = 5;
+
+/// No claim round is sent again once this long has passed since the first.
+const CLAIM_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
