@@ -132,8 +132,10 @@ impl Rig {
 
     /// Drops `keyspace` (a test cluster's heap holds only so many).
     pub(crate) fn drop_keyspace(&self, keyspace: &str) {
-        let _ =
-            kith_cassandra::drop_store(&CassandraOptions::new(self.cassandra.hosts(), keyspace));
+        let options = CassandraOptions::new(self.cassandra.hosts(), keyspace);
+        if let Err(e) = kith_cassandra::drop_store(&options) {
+            eprintln!("rig: dropping keyspace {keyspace}: {e}");
+        }
     }
 
     /// Starts `n` servers over `keyspace` with `--redis-cluster` and `--redis-prefix
