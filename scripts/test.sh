@@ -44,7 +44,11 @@ cleanup() {
     kill "$redis_pid" 2>/dev/null || true
     if [ -n "$cluster_dir" ]; then
         "$kith_bin" cluster down --dir "$cluster_dir" --grace-s 10 >/dev/null 2>&1 || true
-        rm -rf "$cluster_dir"
+        # The nodes' own disks (tmpfs) are unmounted by `down`; lazily here if one is busy.
+        for d in "$cluster_dir"/node*; do
+            if mountpoint -q "$d" 2>/dev/null; then umount -l "$d" || true; fi
+        done
+        rm -rf "$cluster_dir" || true
     fi
 }
 trap cleanup EXIT
@@ -64,8 +68,10 @@ kith_bin="$target_dir/release/kith"
 
 # The Cassandra cluster the tests of the store on Cassandra share, and the Redis Cluster
 # (three masters with a replica each, on 127.0.2.1-6) the tests of several servers share.
+# Each node has a skewable clock and a 2 GiB tmpfs of its own, for the trial's clock-skew
+# and full-disk faults.
 cluster_dir=$(mktemp -d /tmp/kith-test-cluster.XXXXXX)
-"$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 768 --skewable
+"$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 768 --skewable --disk-mb 2048
 export KITH_TEST_CASSANDRA=127.0.2.1,127.0.2.2,127.0.2.3
 export KITH_TEST_CLUSTER_DIR="$cluster_dir"
 KITH_TEST_REDIS_CLUSTER=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(",".join("redis://%s:%d" % (n["address"], n["port"]) for n in c["nodes"]))' "$cluster_dir/redis-cluster.json")

@@ -126,7 +126,7 @@ pub fn rig(config: &FailoverConfig) -> Result<Stage> {
         redis_port: config.redis_port,
         redis_node_timeout: config.redis_node_timeout,
         heap_mb: 512,
-        skewable: false,
+        trial: false,
     })?;
     let lfr = kith_graph::generate::LfrConfig {
         nodes: config.users,

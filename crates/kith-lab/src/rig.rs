@@ -16,6 +16,9 @@ use kith_graph::Graph;
 
 use crate::processes::{ChildProcess, start_cassandra_server};
 
+/// Each Cassandra node's disk in a trial's own cluster (MiB; filled by the nemesis).
+const TRIAL_DISK_MB: u64 = 1024;
+
 /// Where a new cluster goes.
 #[derive(Clone, Debug)]
 pub(crate) struct RigConfig {
@@ -29,8 +32,9 @@ pub(crate) struct RigConfig {
     pub redis_node_timeout: Duration,
     /// Each Cassandra node's heap.
     pub heap_mb: u32,
-    /// Whether the Cassandra nodes' clocks can be skewed (`ClusterConfig::skewable`).
-    pub skewable: bool,
+    /// Whether the Cassandra nodes' clocks can be skewed (`ClusterConfig::skewable`), and
+    /// their disks filled (each on a tmpfs of its own, `ClusterConfig::disk_mb`).
+    pub trial: bool,
 }
 
 /// The two clusters, and a directory for the servers' journals.
@@ -63,7 +67,8 @@ impl Rig {
             base: config.base,
             heap_mb: config.heap_mb,
             progress: true,
-            skewable: config.skewable,
+            skewable: config.trial,
+            disk_mb: config.trial.then_some(TRIAL_DISK_MB),
             ..ClusterConfig::default()
         })?;
         let redis = match LocalRedisCluster::up(&RedisClusterConfig {

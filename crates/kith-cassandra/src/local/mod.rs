@@ -6,8 +6,10 @@
 //! command finds it.
 
 pub mod clock;
+mod disk;
 mod install;
 mod node;
+mod ops;
 mod ring;
 
 use std::net::Ipv4Addr;
@@ -45,6 +47,9 @@ pub struct ClusterConfig {
     /// Every node reads its wall clock through a clock file, so that trials can skew it
     /// ([`LocalCluster::set_clock`]; needs Debian's faketime).
     pub skewable: bool,
+    /// Each node on a tmpfs of this many MiB of its own, mounted on its directory (needs
+    /// root; the data goes with `down`), so that trials can fill one node's disk.
+    pub disk_mb: Option<u64>,
 }
 
 impl Default for ClusterConfig {
@@ -59,6 +64,7 @@ impl Default for ClusterConfig {
             timeout: Duration::from_secs(300),
             progress: false,
             skewable: false,
+            disk_mb: None,
         }
     }
 }
@@ -79,6 +85,9 @@ pub struct LocalCluster {
     /// Whether the nodes' clocks can be skewed (`ClusterConfig::skewable`).
     #[serde(default)]
     pub skewable: bool,
+    /// The size of each node's own tmpfs (`ClusterConfig::disk_mb`).
+    #[serde(default)]
+    pub disk_mb: Option<u64>,
     /// Whether progress is printed.
     #[serde(skip)]
     pub progress: bool,
@@ -185,6 +194,7 @@ impl LocalCluster {
             lib,
             nodes,
             skewable: config.skewable,
+            disk_mb: config.disk_mb,
             progress: config.progress,
             timeout: config.timeout,
         };
@@ -261,7 +271,8 @@ impl LocalCluster {
             wait_gone(n);
             n.pid = None;
         }
-        self.save()
+        self.save()?;
+        self.unmount_disks()
     }
 
     /// Kills node `index` (1-based) with SIGKILL, as a crash would, and waits until it is gone.
@@ -312,73 +323,6 @@ impl LocalCluster {
         Ok(index)
     }
 
-    /// Sets node `index`'s clock `offset_s` s ahead (behind if negative), if skewable.
-    pub fn set_clock(&self, index: usize, offset_s: i64) -> Result<()> {
-        if !self.skewable {
-            return Err(Error::Cluster(format!(
-                "{}: the cluster's clocks cannot be skewed; start it with `kith cluster up --skewable`",
-                self.dir.display()
-            )));
-        }
-        clock::set_offset(&self.nodes[self.position(index)?].clock_file(), offset_s)
-    }
-
-    /// Runs `nodetool` against node `index` (flush, status, …) and returns its output.
-    pub fn nodetool(&self, index: usize, args: &[&str]) -> Result<String> {
-        let n = &self.nodes[self.position(index)?];
-        // The tool reaches the same JDK internals as the server: it needs its module options.
-        let out = std::process::Command::new("java")
-            .arg("-Xmx128m")
-            .args(
-                node::jvm_options()
-                    .filter(|o| o.starts_with("--add-") || o.starts_with("-Dio.netty")),
-            )
-            .arg("-cp")
-            .arg(format!("{}/*", self.lib.display()))
-            .arg("-Dlogback.configurationFile=/dev/null")
-            .arg("org.apache.cassandra.tools.NodeTool")
-            .args(["-h", "127.0.0.1", "-p", &n.jmx_port.to_string()])
-            .args(args)
-            .output()
-            .map_err(Error::io("running nodetool"))?;
-        if !out.status.success() {
-            return Err(Error::Cluster(format!(
-                "nodetool {} on node {index}: {}",
-                args.join(" "),
-                install::tail(&String::from_utf8_lossy(&out.stderr), 3)
-            )));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// Waits until node `observer`'s failure detector marks every node in `down` as down
-    /// (`DN` in its `nodetool status`), so it stops sending them requests.
-    pub fn wait_seen_down(&self, observer: usize, down: &[usize], timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        let addresses: Vec<String> = down
-            .iter()
-            .map(|&d| self.position(d).map(|i| self.nodes[i].address.to_string()))
-            .collect::<Result<_>>()?;
-        loop {
-            let out = self.nodetool(observer, &["status"])?;
-            let all = addresses.iter().all(|a| {
-                out.lines().any(|l| {
-                    let mut f = l.split_whitespace();
-                    f.next() == Some("DN") && f.next() == Some(a.as_str())
-                })
-            });
-            if all {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(Error::Cluster(format!(
-                    "node {observer} does not see nodes {down:?} down after {timeout:?}"
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-    }
-
     fn position(&self, index: usize) -> Result<usize> {
         self.nodes.iter().position(|n| n.index == index).ok_or_else(|| {
             Error::Cluster(format!("no node {index} (the cluster has {})", self.nodes.len()))
@@ -403,60 +347,11 @@ impl LocalCluster {
             lib: &lib,
             skewable: self.skewable,
         };
+        self.mount_disks(which)?;
         for &i in which {
             self.nodes[i].start(&launch)?;
         }
         self.save()
-    }
-
-    /// Waits until the nodes `which` accept CQL and each lists every other node as a peer.
-    fn wait_ready(&self, which: &[usize]) -> Result<()> {
-        let t0 = Instant::now();
-        let deadline = t0 + self.timeout;
-        for &i in which {
-            let n = &self.nodes[i];
-            loop {
-                if !n.alive() {
-                    return Err(Error::Cluster(format!(
-                        "node {} ({}) exited while starting: {} (log: {})",
-                        n.index,
-                        n.address,
-                        n.log_tail(),
-                        n.log().display()
-                    )));
-                }
-                if n.listening() {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    return Err(Error::Cluster(format!(
-                        "node {} ({}) did not accept CQL within {:.0} s: {} (log: {})",
-                        n.index,
-                        n.address,
-                        self.timeout.as_secs_f64(),
-                        n.log_tail(),
-                        n.log().display()
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(250));
-            }
-            self.say(format!(
-                "node {} ({}) accepts CQL after {:.1} s",
-                n.index,
-                n.address,
-                t0.elapsed().as_secs_f64()
-            ));
-        }
-        let live: Vec<Ipv4Addr> =
-            self.nodes.iter().filter(|n| n.alive()).map(|n| n.address).collect();
-        let targets: Vec<Ipv4Addr> = which.iter().map(|&i| self.nodes[i].address).collect();
-        crate::schema::wait_peers(&targets, &live, deadline)?;
-        self.say(format!(
-            "all {} running nodes see each other after {:.1} s",
-            live.len(),
-            t0.elapsed().as_secs_f64()
-        ));
-        Ok(())
     }
 
     fn save(&self) -> Result<()> {

@@ -314,54 +314,72 @@ impl CassandraStore {
 
     /// Stores `record` with a lightweight transaction unless a record is stored under its
     /// key (one Paxos round: every server sees one winner); returns the one found. A found
-    /// record past its expiry is replaced (it is kept a minute past it, then dropped).
+    /// record past its expiry is replaced by another lightweight transaction, conditioned on
+    /// that expiry, so that of two attempts finding it one replaces it.
     ///
     /// A Paxos round that times out may or may not have applied (two claims of one key
-    /// contend, and a slow replica delays the commit), so it is sent again, up to
-    /// [`CLAIM_ATTEMPTS`] times within [`CLAIM_WITHIN`]: a later round completes an earlier one left in progress, and
-    /// finding this very record (its expiry is the attempt's own clock reading and its result
-    /// the attempt's own) means the earlier round applied it.
+    /// contend, and a slow replica delays the commit), so it is sent again for up to
+    /// [`CLAIM_WITHIN`]: a later round completes an earlier one left in progress, and finding
+    /// this very record (its expiry is the attempt's own clock reading, and its result holds
+    /// the attempt's id or nonce) means an earlier round applied it.
     pub(crate) fn claim_idempotency_record_impl(
         &self,
         record: &IdempotencyRecord,
     ) -> Result<Option<IdempotencyRecord>> {
         let (key, ttl) = self.record_key_ttl(record)?;
-        let mut attempt = 1;
-        let start = std::time::Instant::now();
-        let found = loop {
-            let sent = self.wait(async {
-                let rows = self
-                    .session()
-                    .execute_unpaged(
-                        &self.fixed.record_claim,
-                        (&key, i(record.fingerprint), i(record.expires_ms), &record.result, ttl),
-                    )
-                    .await
-                    .map_err(|e| driver("claiming an idempotency key", e))?
-                    .into_rows_result()
-                    .map_err(|e| bad_rows("idempotency claim", e))?;
-                lwt_record(&rows, &record.key)
-            });
-            match sent {
-                // Bounded in time too: a paused coordinator answers only at the driver's
-                // timeout (20 s), and the caller holds the key's lock meanwhile.
-                Err(StoreError::Unavailable(_))
-                    if attempt < CLAIM_ATTEMPTS && start.elapsed() < CLAIM_WITHIN =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(50 << attempt));
-                    attempt += 1;
+        let (fp, expires) = (i(record.fingerprint), i(record.expires_ms));
+        self.wait(async {
+            let deadline = tokio::time::Instant::now() + CLAIM_WITHIN;
+            let mut pause = std::time::Duration::from_millis(50);
+            let mut resent = false;
+            loop {
+                let sent = async {
+                    let rows = self
+                        .session()
+                        .execute_unpaged(
+                            &self.fixed.record_claim,
+                            (&key, fp, expires, &record.result, ttl),
+                        )
+                        .await
+                        .map_err(|e| driver("claiming an idempotency key", e))?
+                        .into_rows_result()
+                        .map_err(|e| bad_rows("idempotency claim", e))?;
+                    let found = lwt_record(&rows, &record.key)?;
+                    let Some(old) = found.filter(|r| r.expires_ms <= now_ms()) else {
+                        return Ok(found);
+                    };
+                    let rows = self
+                        .session()
+                        .execute_unpaged(
+                            &self.fixed.record_replace,
+                            (ttl, fp, expires, &record.result, &key, i(old.expires_ms)),
+                        )
+                        .await
+                        .map_err(|e| driver("replacing an expired idempotency record", e))?
+                        .into_rows_result()
+                        .map_err(|e| bad_rows("idempotency record replacement", e))?;
+                    // Not applied: another attempt replaced it first; claim again.
+                    Ok(if super::rows::lwt_outcome(&rows, "expires_ms")?.0 {
+                        None
+                    } else {
+                        Some(old)
+                    })
                 }
-                Ok(Some(r)) if attempt > 1 && r == *record => break None,
-                sent => break sent?,
+                .await;
+                match sent {
+                    Err(StoreError::Unavailable(_))
+                        if tokio::time::Instant::now() + pause < deadline =>
+                    {
+                        tokio::time::sleep(pause).await;
+                        pause *= 2;
+                        resent = true;
+                    }
+                    Ok(Some(r)) if resent && r == *record => return Ok(None),
+                    Ok(Some(r)) if r.expires_ms <= now_ms() => resent = true,
+                    sent => return sent,
+                }
             }
-        };
-        match found {
-            Some(r) if r.expires_ms <= now_ms() => {
-                self.put_idempotency_record_impl(record)?;
-                Ok(None)
-            }
-            found => Ok(found),
-        }
+        })
     }
 
     pub(crate) fn put_idempotency_record_impl(&self, record: &IdempotencyRecord) -> Result<()> {
@@ -373,11 +391,8 @@ impl CassandraStore {
     }
 }
 
-/// How many Paxos rounds a claim of an idempotency key may take (see
-/// `claim_idempotency_record_impl`); 100 ms, 200 ms, 400 ms, 800 ms apart.
-const CLAIM_ATTEMPTS: u32 = 5;
-
-/// No claim round is sent again once this long has passed since the first.
+/// How long a claim of an idempotency key goes on sending Paxos rounds that time out (see
+/// `claim_idempotency_record_impl`), 50 ms, 100 ms, 200 ms, … apart.
 const CLAIM_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
 
 fn now_ms() -> u64 {

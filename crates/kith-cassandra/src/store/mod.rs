@@ -122,7 +122,8 @@ pub struct CassandraStore {
     writers: RwLock<()>,
     /// When the store's row was last read for a switch made elsewhere.
     checked: Mutex<Instant>,
-    /// The last client timestamp this process gave a profile write (microseconds).
+    /// The last timestamp this process gave a write to users (microseconds), or the latest
+    /// write clock it read, whichever is later (`stamp_after`).
     last_stamp: AtomicI64,
 }
 

@@ -72,6 +72,7 @@ statements! { Fixed(ks: &str) {
     record_put = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TTL ?";
     record_get = true, "SELECT fingerprint, expires_ms, result FROM {ks}.idempotency WHERE key = ?";
     record_claim = false, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?";
+    record_replace = false, "UPDATE {ks}.idempotency USING TTL ? SET fingerprint = ?, expires_ms = ?, result = ? WHERE key = ? IF expires_ms = ?";
 }}
 
 /// The reads of [`GenStatements`] that `ReadLevel::One` runs at consistency ONE.

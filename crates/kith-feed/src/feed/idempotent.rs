@@ -32,8 +32,20 @@ pub struct Applied<T> {
 }
 
 /// The result stored by a friendship write's claim before it applies: neither `changed`
-/// (1) nor unchanged (0) yet.
+/// (1) nor unchanged (0) yet. A nonce follows it, so that two attempts' claims differ.
 const CLAIMED: u8 = 2;
+
+/// A claim's result: [`CLAIMED`] and a nonce unique to the attempt.
+fn claimed_marker() -> Vec<u8> {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // RandomState is seeded randomly per process; the count tells this process's apart.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let mut marker = vec![CLAIMED];
+    marker.extend_from_slice(&h.finish().to_le_bytes());
+    marker
+}
 
 /// A hash of a request's parts, each length-prefixed so that parts cannot run together.
 pub(super) fn fingerprint(parts: &[&[u8]]) -> u64 {
@@ -222,7 +234,7 @@ impl Feed {
             Some(first) if first.first() == Some(&CLAIMED) => Ok(Some(true)),
             Some(_) => Ok(None),
             None if !self.shared_store() => Ok(Some(false)),
-            None => match self.claim(self.record(key.to_string(), fp, vec![CLAIMED])).await? {
+            None => match self.claim(self.record(key.to_string(), fp, claimed_marker())).await? {
                 Some(first) if first.first() == Some(&CLAIMED) => Ok(Some(true)),
                 Some(_) => Ok(None),
                 None => Ok(Some(false)),

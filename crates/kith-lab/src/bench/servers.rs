@@ -179,7 +179,7 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
             redis_port: a.redis_port,
             redis_node_timeout: Duration::from_secs(2),
             heap_mb: 768,
-            skewable: false,
+            trial: false,
         })?,
     };
     let keyspace = format!("bench_servers_{}", std::process::id());

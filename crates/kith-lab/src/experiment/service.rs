@@ -116,7 +116,7 @@ impl ServiceArgs {
                 redis_port: self.redis_port,
                 redis_node_timeout: Duration::from_secs(2),
                 heap_mb: 768,
-                skewable: false,
+                trial: false,
             }),
         }
     }

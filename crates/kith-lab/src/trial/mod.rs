@@ -2,8 +2,8 @@
 //! cluster, a Redis Cluster (three masters with a replica each) and three `kith serve` on
 //! loopback; clients spread a mixed load of every write and read kind over the servers,
 //! contending for a few hot users and post ids, while a nemesis kills or pauses a kith
-//! server, a Cassandra node or a Redis node, or skews a kith server's or a Cassandra node's
-//! clock. Every request is recorded as a history
+//! server, a Cassandra node or a Redis node, skews a kith server's or a Cassandra node's
+//! clock, or fills a Cassandra node's disk. Every request is recorded as a history
 //! (`history.rs`); once every fault is healed and the system is quiet, the state is read
 //! from the store and every server, and the checker (`check/`) counts anomalies by kind.
 //! Results go to `bench/results/trial-<date>.json`, written after every run; `--resume`
@@ -54,13 +54,14 @@ enum TrialCommand {
 #[derive(Debug, Args)]
 struct ClusterArgs {
     /// Nemeses to run: none, kill-kith, kill-cassandra, kill-redis, pause-kith,
-    /// pause-cassandra, pause-redis, skew-kith, skew-cassandra, mix. Skewing a Cassandra
-    /// node needs a cluster started skewable (`kith cluster up --skewable`; the trial's own
-    /// cluster is).
+    /// pause-cassandra, pause-redis, skew-kith, skew-cassandra, full-disk-cassandra, mix.
+    /// On a cluster of `--cluster-dir`, skewing a Cassandra node needs it started with
+    /// `kith cluster up --skewable`, and filling a node's disk with `--disk-mb N` (the
+    /// trial's own cluster is started with both).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "none,kill-kith,kill-cassandra,kill-redis,pause-kith,pause-cassandra,pause-redis,skew-kith,skew-cassandra,mix"
+        default_value = "none,kill-kith,kill-cassandra,kill-redis,pause-kith,pause-cassandra,pause-redis,skew-kith,skew-cassandra,full-disk-cassandra,mix"
     )]
     nemesis: Vec<Nemesis>,
     /// Runs of each nemesis.
@@ -220,7 +221,7 @@ fn stage(a: &ClusterArgs, dir: PathBuf) -> Result<Stage> {
             redis_port: a.redis_port,
             redis_node_timeout: Duration::from_millis(1000),
             heap_mb: 512,
-            skewable: true,
+            trial: true,
         })?,
     };
     let lfr =

@@ -1,7 +1,9 @@
 //! The faults a trial makes during its load, at random times, each bounded in time: kill -9
 //! and restart, and pause (SIGSTOP) and resume (SIGCONT), of a kith server, a Cassandra
 //! node or a Redis node; and a kith server's or a Cassandra node's wall clock set seconds
-//! ahead or behind, then stepped the other way (libfaketime clock files). A schedule holds
+//! ahead or behind, then stepped the other way (libfaketime clock files); and a Cassandra
+//! node's disk (a tmpfs of its own) filled to the last byte, then emptied, the node
+//! restarted if it stopped serving, as an operator would. A schedule holds
 //! one fault at a time, with a quiet gap between; everything is healed before the run's
 //! quiet reads.
 
@@ -30,12 +32,14 @@ pub enum Nemesis {
     SkewKith,
     /// A Cassandra node's clock, likewise.
     SkewCassandra,
+    /// A Cassandra node's disk full for 4–20 s.
+    FullDiskCassandra,
     /// Each fault of a schedule one of the above, at random.
     Mix,
 }
 
 /// Every nemesis, in the order the trials run them.
-pub const ALL: [Nemesis; 10] = [
+pub const ALL: [Nemesis; 11] = [
     Nemesis::None,
     Nemesis::KillKith,
     Nemesis::KillCassandra,
@@ -45,6 +49,7 @@ pub const ALL: [Nemesis; 10] = [
     Nemesis::PauseRedis,
     Nemesis::SkewKith,
     Nemesis::SkewCassandra,
+    Nemesis::FullDiskCassandra,
     Nemesis::Mix,
 ];
 
@@ -60,6 +65,7 @@ impl Nemesis {
             Nemesis::PauseRedis => "pause-redis",
             Nemesis::SkewKith => "skew-kith",
             Nemesis::SkewCassandra => "skew-cassandra",
+            Nemesis::FullDiskCassandra => "full-disk-cassandra",
             Nemesis::Mix => "mix",
         }
     }
@@ -101,6 +107,8 @@ enum Broken {
     Paused(u32),
     /// Its clock set off: to set right again.
     Skewed(Target),
+    /// Cassandra node n's disk filled: to empty (and the node to restart if it stopped).
+    Filled(usize),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -137,7 +145,7 @@ pub fn run(
             Nemesis::PauseKith | Nemesis::PauseCassandra | Nemesis::PauseRedis => {
                 Duration::from_millis(rng.random_range(1_000..20_000))
             }
-            Nemesis::SkewKith | Nemesis::SkewCassandra => {
+            Nemesis::SkewKith | Nemesis::SkewCassandra | Nemesis::FullDiskCassandra => {
                 Duration::from_millis(rng.random_range(4_000..20_000))
             }
             _ => Duration::from_millis(rng.random_range(3_000..10_000)),
@@ -223,6 +231,11 @@ fn inflict(
             };
             (Broken::Skewed(target), format!("set {name}'s clock {offset:+} s"))
         }
+        Nemesis::FullDiskCassandra => {
+            let bytes = rig.cassandra.fill_disk(cass)?;
+            let mb = bytes as f64 / (1 << 20) as f64;
+            (Broken::Filled(cass), format!("filled cassandra node {cass}'s disk ({mb:.0} MiB)"))
+        }
         Nemesis::None | Nemesis::Mix => bail!("{kind:?} is not one fault"),
     })
 }
@@ -282,6 +295,19 @@ fn heal(broken: Broken, rig: &mut Rig, servers: &mut Servers) -> Result<()> {
     match broken {
         Broken::Paused(pid) => signal(pid, libc::SIGCONT),
         Broken::Skewed(target) => set_clock(target, rig, servers, 0)?,
+        Broken::Filled(n) => {
+            rig.cassandra.unfill_disk(n)?;
+            // A node whose commit log could not be written stops serving (Cassandra's
+            // `commit_failure_policy: stop`) or dies; it comes back by a restart.
+            let node = &rig.cassandra.nodes[n - 1];
+            if !(node.alive() && node.listening()) {
+                if node.alive() {
+                    rig.cassandra.kill(n)?;
+                }
+                eprintln!("trial: cassandra node {n} stopped serving on a full disk: restarting it");
+                rig.cassandra.restart(n)?;
+            }
+        }
         Broken::Killed(Target::Kith(i)) => restart_kith(rig, servers, i)?,
         Broken::Killed(Target::Cassandra(n)) => rig.cassandra.restart(n)?,
         Broken::Killed(Target::Redis(n)) => rig.redis.restart(n, Duration::from_secs(60))?,

@@ -85,6 +85,11 @@ pub(crate) struct UpArgs {
     /// skew-cassandra` can skew it.
     #[arg(long)]
     skewable: bool,
+    /// Put each Cassandra node on a tmpfs of this many MiB of its own (needs root; the data
+    /// goes with `down`), so that `kith trial cluster --nemesis full-disk-cassandra` can fill
+    /// one node's disk.
+    #[arg(long)]
+    disk_mb: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -226,6 +231,7 @@ fn up(a: UpArgs) -> Result<()> {
         timeout: Duration::from_secs(a.timeout_s),
         progress: true,
         skewable: a.skewable,
+        disk_mb: a.disk_mb,
     };
     let t = std::time::Instant::now();
     let cluster = LocalCluster::up(&config)?;
