@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kith's tests need, then runs every test: formatting, lints, the Rust test
 # suite, and the Python oracle tests (networkx) against the release binary. The tests of the
-# store on Cassandra share one 3-node cluster on 127.0.2.1-3, and the tests of several servers
+# store on Cassandra share one 3-node cluster on 10.251.2.1-3 (network namespaces of its
+# own on a bridge), and the tests of several servers
 # one Redis Cluster on 127.0.2.1-6 (port 6390), started here and stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,9 @@ cleanup() {
             if mountpoint -q "$d" 2>/dev/null; then umount -l "$d" || true; fi
         done
         rm -rf "$cluster_dir" || true
+        # And its network, should `down` not have removed it.
+        for ns in kith-2-1 kith-2-2 kith-2-3; do ip netns delete "$ns" 2>/dev/null || true; done
+        ip link delete kithbr2 2>/dev/null || true
     fi
 }
 trap cleanup EXIT
@@ -68,11 +72,12 @@ kith_bin="$target_dir/release/kith"
 
 # The Cassandra cluster the tests of the store on Cassandra share, and the Redis Cluster
 # (three masters with a replica each, on 127.0.2.1-6) the tests of several servers share.
-# Each node has a skewable clock and a 2 GiB tmpfs of its own, for the trial's clock-skew
-# and full-disk faults.
+# Each node has a skewable clock, a 2 GiB tmpfs and a network namespace of its own (at
+# 10.251.2.1-3), for the trial's clock-skew, full-disk and partition faults.
 cluster_dir=$(mktemp -d /tmp/kith-test-cluster.XXXXXX)
-"$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 768 --skewable --disk-mb 2048
-export KITH_TEST_CASSANDRA=127.0.2.1,127.0.2.2,127.0.2.3
+"$kith_bin" cluster up --nodes 3 --dir "$cluster_dir" --base 127.0.2.1 --heap-mb 768 --skewable --disk-mb 2048 --netns
+KITH_TEST_CASSANDRA=$(python3 -c 'import json, sys; print(",".join(n["address"] for n in json.load(open(sys.argv[1]))["nodes"]))' "$cluster_dir/cluster.json")
+export KITH_TEST_CASSANDRA
 export KITH_TEST_CLUSTER_DIR="$cluster_dir"
 KITH_TEST_REDIS_CLUSTER=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(",".join("redis://%s:%d" % (n["address"], n["port"]) for n in c["nodes"]))' "$cluster_dir/redis-cluster.json")
 export KITH_TEST_REDIS_CLUSTER

@@ -33,7 +33,8 @@ pub(crate) struct RigConfig {
     /// Each Cassandra node's heap.
     pub heap_mb: u32,
     /// Whether the Cassandra nodes' clocks can be skewed (`ClusterConfig::skewable`), and
-    /// their disks filled (each on a tmpfs of its own, `ClusterConfig::disk_mb`).
+    /// their disks filled (each on a tmpfs of its own, `ClusterConfig::disk_mb`), and their
+    /// links cut (each in a network namespace of its own, `ClusterConfig::netns`).
     pub trial: bool,
 }
 
@@ -69,6 +70,7 @@ impl Rig {
             progress: true,
             skewable: config.trial,
             disk_mb: config.trial.then_some(TRIAL_DISK_MB),
+            netns: config.trial,
             ..ClusterConfig::default()
         })?;
         let redis = match LocalRedisCluster::up(&RedisClusterConfig {

@@ -2,7 +2,8 @@
 //! Cassandra cluster and Redis Cluster (`KITH_TEST_CLUSTER_DIR`; without it, clusters of its
 //! own on 127.0.5.x), a mixed load of every write and read kind on hot users, and a kith
 //! server, a Cassandra node or a Redis node killed or paused during it, or a kith server's or
-//! a Cassandra node's clock skewed and stepped, or a Cassandra node's disk filled. The checker must
+//! a Cassandra node's clock skewed and stepped, or a Cassandra node's disk filled, or its
+//! network links cut (from the other nodes, or from them and the clients). The checker must
 //! find no anomaly of any kind kith guarantees (docs/service.md, "Several servers"); the
 //! kinds listed in `STILL_OPEN` are the ones "What does not hold yet" states, with their
 //! measured frequency, and are only counted here.
@@ -54,7 +55,7 @@ fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
     common::ok(&args);
     let report = common::json(&std::fs::read_to_string(&out).unwrap());
     let runs = report["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 11, "one run per nemesis");
+    assert_eq!(runs.len(), 13, "one run per nemesis");
     for r in runs {
         let nemesis = r["nemesis"].as_str().unwrap();
         for (kind, n) in r["anomalies"]["counts"].as_object().unwrap() {

@@ -25,10 +25,9 @@ impl LocalCluster {
             }
             std::fs::create_dir_all(dir)
                 .map_err(Error::io(format!("creating {}", dir.display())))?;
-            run(Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={mb}m")]).args([
-                "kith-node".as_ref(),
-                dir.as_os_str(),
-            ]))?;
+            run(Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={mb}m")])
+                .args(["kith-node".as_ref(), dir.as_os_str()]))?;
         }
         Ok(())
     }

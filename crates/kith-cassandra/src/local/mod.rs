@@ -8,6 +8,7 @@
 pub mod clock;
 mod disk;
 mod install;
+mod net;
 mod node;
 mod ops;
 mod ring;
@@ -50,6 +51,10 @@ pub struct ClusterConfig {
     /// Each node on a tmpfs of this many MiB of its own, mounted on its directory (needs
     /// root; the data goes with `down`), so that trials can fill one node's disk.
     pub disk_mb: Option<u64>,
+    /// Each node in a network namespace of its own on a bridge, at `10.251.C.D` for the
+    /// loopback address `127.0.C.D` it would have had (needs root and iproute2), so that
+    /// trials can cut links between nodes ([`LocalCluster::cut`]).
+    pub netns: bool,
 }
 
 impl Default for ClusterConfig {
@@ -65,6 +70,7 @@ impl Default for ClusterConfig {
             progress: false,
             skewable: false,
             disk_mb: None,
+            netns: false,
         }
     }
 }
@@ -88,6 +94,9 @@ pub struct LocalCluster {
     /// The size of each node's own tmpfs (`ClusterConfig::disk_mb`).
     #[serde(default)]
     pub disk_mb: Option<u64>,
+    /// Whether each node has a network namespace of its own (`ClusterConfig::netns`).
+    #[serde(default)]
+    pub netns: bool,
     /// Whether progress is printed.
     #[serde(skip)]
     pub progress: bool,
@@ -162,7 +171,15 @@ impl LocalCluster {
         }
         let lib = ensure_jars(&config.home)?;
         install::java_major()?;
-        let addresses = addresses(config.base, config.nodes)?;
+        let mut addresses = addresses(config.base, config.nodes)?;
+        if config.netns {
+            addresses = addresses.into_iter().map(net::node_address).collect::<Result<_>>()?;
+            // Before the check below: without the bridge's route, the machine's default route
+            // would take these addresses.
+            for &a in &addresses {
+                net::ensure(a)?;
+            }
+        }
         for a in &addresses {
             let cql = std::net::SocketAddr::from((*a, CQL_PORT));
             if std::net::TcpStream::connect_timeout(&cql, Duration::from_millis(300)).is_ok() {
@@ -182,6 +199,7 @@ impl LocalCluster {
                 token: even_token(i, config.nodes),
                 dir: dir.join(format!("node{}", i + 1)),
                 pid: None,
+                netns: config.netns,
             })
             .collect();
         let mut cluster = LocalCluster {
@@ -195,6 +213,7 @@ impl LocalCluster {
             nodes,
             skewable: config.skewable,
             disk_mb: config.disk_mb,
+            netns: config.netns,
             progress: config.progress,
             timeout: config.timeout,
         };
@@ -272,6 +291,9 @@ impl LocalCluster {
             n.pid = None;
         }
         self.save()?;
+        if self.netns {
+            net::remove(&self.nodes.iter().map(|n| n.address).collect::<Vec<_>>());
+        }
         self.unmount_disks()
     }
 
@@ -306,6 +328,12 @@ impl LocalCluster {
             return Err(Error::Cluster("no loopback address left after the last node".into()));
         }
         let address = Ipv4Addr::new(octets[0], octets[1], octets[2], octets[3] + 1);
+        if self.netns && octets[3] + 1 >= 254 {
+            return Err(Error::Cluster(format!(
+                "no address left after {} on the cluster's own network",
+                last.address
+            )));
+        }
         let tokens: Vec<i64> = self.nodes.iter().map(|n| n.token).collect();
         let index = self.nodes.len() + 1;
         self.nodes.push(Node {
@@ -315,6 +343,7 @@ impl LocalCluster {
             token: bisecting_token(&tokens),
             dir: self.dir.join(format!("node{index}")),
             pid: None,
+            netns: self.netns,
         });
         let i = self.nodes.len() - 1;
         self.say(format!("adding node {index} at {address} (bootstrap: streams its ranges)"));

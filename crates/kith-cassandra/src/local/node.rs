@@ -37,7 +37,8 @@ const LOGBACK: &str = r#"<configuration>
 pub struct Node {
     /// 1, 2, …: the order nodes were added.
     pub index: usize,
-    /// The loopback address it listens on (storage 7000, CQL 9042).
+    /// The address it listens on (storage 7000, CQL 9042): a loopback address, or one on the
+    /// cluster's own network.
     pub address: Ipv4Addr,
     /// Its local JMX port (for `nodetool`), on 127.0.0.1.
     pub jmx_port: u16,
@@ -47,6 +48,9 @@ pub struct Node {
     pub dir: PathBuf,
     /// The JVM's process id while it runs.
     pub pid: Option<u32>,
+    /// Whether it runs in a network namespace of its own (`super::net`), on `address`.
+    #[serde(default)]
+    pub netns: bool,
 }
 
 /// What a node is started with besides its own fields.
@@ -64,6 +68,15 @@ pub(crate) struct Launch<'a> {
 }
 
 impl Node {
+    /// `program`, to run in the node's network namespace if it has one.
+    pub(crate) fn command(&self, program: &str) -> Command {
+        if self.netns {
+            super::net::command_in(self.address, program)
+        } else {
+            Command::new(program)
+        }
+    }
+
     /// The CQL endpoint.
     pub fn cql(&self) -> SocketAddr {
         SocketAddr::from((self.address, CQL_PORT))
@@ -114,7 +127,10 @@ impl Node {
         write(&conf.join("logback.xml"), &LOGBACK.replace("{dir}", &dir))?;
 
         let jamm = super::install::jamm_jar(launch.lib)?;
-        let mut cmd = Command::new("java");
+        if self.netns {
+            super::net::ensure(self.address)?;
+        }
+        let mut cmd = self.command("java");
         cmd.arg(format!("-Xms{}m", launch.heap_mb)).arg(format!("-Xmx{}m", launch.heap_mb));
         cmd.args(jvm_options());
         cmd.arg(format!("-javaagent:{}", jamm.display()))

@@ -1,9 +1,10 @@
 //! Operations on a running local cluster besides starting and stopping it: a node's clock,
 //! `nodetool`, and waiting for nodes to be seen up or down.
 
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use super::{LocalCluster, clock, node};
+use super::{LocalCluster, clock, install, net, node};
 use crate::error::{Error, Result};
 
 impl LocalCluster {
@@ -19,11 +20,38 @@ impl LocalCluster {
         clock::set_offset(&self.nodes[self.position(index)?].clock_file(), offset_s)
     }
 
+    /// Cuts the network links between node `index` and each node in `others`, both ways, and
+    /// with `clients` its link to this machine's processes too, until [`LocalCluster::mend`];
+    /// on a cluster started with its own network.
+    pub fn cut(&self, index: usize, others: &[usize], clients: bool) -> Result<()> {
+        if !self.netns {
+            return Err(Error::Cluster(format!(
+                "{}: the cluster's nodes share the machine's network and cannot be cut apart; start it with `kith cluster up --netns`",
+                self.dir.display()
+            )));
+        }
+        let a = self.nodes[self.position(index)?].address;
+        let others: Vec<Ipv4Addr> = others
+            .iter()
+            .map(|&o| self.position(o).map(|i| self.nodes[i].address))
+            .collect::<Result<_>>()?;
+        net::cut(a, &others, clients)
+    }
+
+    /// Restores every link [`LocalCluster::cut`] cut.
+    pub fn mend(&self) -> Result<()> {
+        if !self.netns {
+            return Ok(());
+        }
+        net::mend(&self.nodes.iter().map(|n| n.address).collect::<Vec<_>>())
+    }
+
     /// Runs `nodetool` against node `index` (flush, status, …) and returns its output.
     pub fn nodetool(&self, index: usize, args: &[&str]) -> Result<String> {
         let n = &self.nodes[self.position(index)?];
         // The tool reaches the same JDK internals as the server: it needs its module options.
-        let out = std::process::Command::new("java")
+        let out = n
+            .command("java")
             .arg("-Xmx128m")
             .args(
                 node::jvm_options()

@@ -345,7 +345,7 @@ impl CassandraStore {
                         .into_rows_result()
                         .map_err(|e| bad_rows("idempotency claim", e))?;
                     let found = lwt_record(&rows, &record.key)?;
-                    let Some(old) = found.filter(|r| r.expires_ms <= now_ms()) else {
+                    let Some(old) = found.clone().filter(|r| r.expires_ms <= now_ms()) else {
                         return Ok(found);
                     };
                     let rows = self

@@ -54,14 +54,15 @@ enum TrialCommand {
 #[derive(Debug, Args)]
 struct ClusterArgs {
     /// Nemeses to run: none, kill-kith, kill-cassandra, kill-redis, pause-kith,
-    /// pause-cassandra, pause-redis, skew-kith, skew-cassandra, full-disk-cassandra, mix.
-    /// On a cluster of `--cluster-dir`, skewing a Cassandra node needs it started with
-    /// `kith cluster up --skewable`, and filling a node's disk with `--disk-mb N` (the
-    /// trial's own cluster is started with both).
+    /// pause-cassandra, pause-redis, skew-kith, skew-cassandra, full-disk-cassandra,
+    /// partition-cassandra, isolate-cassandra, mix. On a cluster of `--cluster-dir`, skewing
+    /// a Cassandra node needs it started with `kith cluster up --skewable`, filling a node's
+    /// disk with `--disk-mb N`, and cutting its links with `--netns` (the trial's own cluster
+    /// is started with all three; mix leaves out what a cluster cannot take).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "none,kill-kith,kill-cassandra,kill-redis,pause-kith,pause-cassandra,pause-redis,skew-kith,skew-cassandra,full-disk-cassandra,mix"
+        default_value = "none,kill-kith,kill-cassandra,kill-redis,pause-kith,pause-cassandra,pause-redis,skew-kith,skew-cassandra,full-disk-cassandra,partition-cassandra,isolate-cassandra,mix"
     )]
     nemesis: Vec<Nemesis>,
     /// Runs of each nemesis.
@@ -186,6 +187,16 @@ fn cluster(a: ClusterArgs) -> Result<()> {
     };
     let dir = tempfile::tempdir()?;
     let mut stage = stage(&a, dir.path().to_path_buf())?;
+    for &n in &a.nemesis {
+        if let Some(why) = nemesis::unsupported(n, &stage.rig) {
+            anyhow::bail!("{why}");
+        }
+        if n == Nemesis::Mix {
+            for k in nemesis::ALL.iter().filter_map(|&k| nemesis::unsupported(k, &stage.rig)) {
+                eprintln!("trial: mix leaves out {k}");
+            }
+        }
+    }
     for &nemesis in &a.nemesis {
         for run in 0..a.runs {
             if done.iter().any(|r| r.nemesis == nemesis && r.run == run) {

@@ -3,7 +3,9 @@
 //! node or a Redis node; and a kith server's or a Cassandra node's wall clock set seconds
 //! ahead or behind, then stepped the other way (libfaketime clock files); and a Cassandra
 //! node's disk (a tmpfs of its own) filled to the last byte, then emptied, the node
-//! restarted if it stopped serving, as an operator would. A schedule holds
+//! restarted if it stopped serving, as an operator would; and a Cassandra node's network
+//! links (it runs in a network namespace of its own) to the other nodes cut, or to them and
+//! to the clients, then mended. A schedule holds
 //! one fault at a time, with a quiet gap between; everything is healed before the run's
 //! quiet reads.
 
@@ -34,12 +36,16 @@ pub enum Nemesis {
     SkewCassandra,
     /// A Cassandra node's disk full for 4–20 s.
     FullDiskCassandra,
+    /// A Cassandra node cut from the other nodes for 4–20 s; the clients reach every node.
+    PartitionCassandra,
+    /// A Cassandra node cut from the other nodes and from the clients for 4–20 s.
+    IsolateCassandra,
     /// Each fault of a schedule one of the above, at random.
     Mix,
 }
 
 /// Every nemesis, in the order the trials run them.
-pub const ALL: [Nemesis; 11] = [
+pub const ALL: [Nemesis; 13] = [
     Nemesis::None,
     Nemesis::KillKith,
     Nemesis::KillCassandra,
@@ -50,6 +56,8 @@ pub const ALL: [Nemesis; 11] = [
     Nemesis::SkewKith,
     Nemesis::SkewCassandra,
     Nemesis::FullDiskCassandra,
+    Nemesis::PartitionCassandra,
+    Nemesis::IsolateCassandra,
     Nemesis::Mix,
 ];
 
@@ -66,6 +74,8 @@ impl Nemesis {
             Nemesis::SkewKith => "skew-kith",
             Nemesis::SkewCassandra => "skew-cassandra",
             Nemesis::FullDiskCassandra => "full-disk-cassandra",
+            Nemesis::PartitionCassandra => "partition-cassandra",
+            Nemesis::IsolateCassandra => "isolate-cassandra",
             Nemesis::Mix => "mix",
         }
     }
@@ -79,6 +89,22 @@ impl std::str::FromStr for Nemesis {
             format!("unknown nemesis {s:?}: expected one of {}", names.join(", "))
         })
     }
+}
+
+/// Why `rig`'s Cassandra cluster cannot take `kind`'s faults, if it cannot.
+pub fn unsupported(kind: Nemesis, rig: &Rig) -> Option<String> {
+    let c = &rig.cassandra;
+    let flag = match kind {
+        Nemesis::SkewCassandra if !c.skewable => "--skewable",
+        Nemesis::FullDiskCassandra if c.disk_mb.is_none() => "--disk-mb",
+        Nemesis::PartitionCassandra | Nemesis::IsolateCassandra if !c.netns => "--netns",
+        _ => return None,
+    };
+    Some(format!(
+        "nemesis {}: the Cassandra cluster in {} was not started with `kith cluster up {flag}`",
+        kind.name(),
+        c.dir.display()
+    ))
 }
 
 /// A fault as it happened (seconds from the start of the load).
@@ -109,6 +135,8 @@ enum Broken {
     Skewed(Target),
     /// Cassandra node n's disk filled: to empty (and the node to restart if it stopped).
     Filled(usize),
+    /// Network links cut: to mend.
+    Cut,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -138,16 +166,25 @@ pub fn run(
     loop {
         let gap = Duration::from_millis(rng.random_range(2_000..5_000));
         let kind = match nemesis {
-            Nemesis::Mix => ALL[rng.random_range(1..ALL.len() - 1)],
+            Nemesis::Mix => {
+                let kinds: Vec<Nemesis> = ALL[1..ALL.len() - 1]
+                    .iter()
+                    .copied()
+                    .filter(|&k| unsupported(k, rig).is_none())
+                    .collect();
+                kinds[rng.random_range(0..kinds.len())]
+            }
             n => n,
         };
         let hold = match kind {
             Nemesis::PauseKith | Nemesis::PauseCassandra | Nemesis::PauseRedis => {
                 Duration::from_millis(rng.random_range(1_000..20_000))
             }
-            Nemesis::SkewKith | Nemesis::SkewCassandra | Nemesis::FullDiskCassandra => {
-                Duration::from_millis(rng.random_range(4_000..20_000))
-            }
+            Nemesis::SkewKith
+            | Nemesis::SkewCassandra
+            | Nemesis::FullDiskCassandra
+            | Nemesis::PartitionCassandra
+            | Nemesis::IsolateCassandra => Duration::from_millis(rng.random_range(4_000..20_000)),
             _ => Duration::from_millis(rng.random_range(3_000..10_000)),
         };
         // Cut to what is left of the load (a short run still gets its fault), at least 1 s.
@@ -236,6 +273,14 @@ fn inflict(
             let mb = bytes as f64 / (1 << 20) as f64;
             (Broken::Filled(cass), format!("filled cassandra node {cass}'s disk ({mb:.0} MiB)"))
         }
+        Nemesis::PartitionCassandra | Nemesis::IsolateCassandra => {
+            let others: Vec<usize> =
+                rig.cassandra.nodes.iter().map(|n| n.index).filter(|&i| i != cass).collect();
+            let clients = kind == Nemesis::IsolateCassandra;
+            rig.cassandra.cut(cass, &others, clients)?;
+            let from = if clients { "the other nodes and the clients" } else { "the other nodes" };
+            (Broken::Cut, format!("cut cassandra node {cass} from {from}"))
+        }
         Nemesis::None | Nemesis::Mix => bail!("{kind:?} is not one fault"),
     })
 }
@@ -294,6 +339,7 @@ fn current_sign(target: Target, rig: &Rig, servers: &Servers) -> i64 {
 fn heal(broken: Broken, rig: &mut Rig, servers: &mut Servers) -> Result<()> {
     match broken {
         Broken::Paused(pid) => signal(pid, libc::SIGCONT),
+        Broken::Cut => rig.cassandra.mend()?,
         Broken::Skewed(target) => set_clock(target, rig, servers, 0)?,
         Broken::Filled(n) => {
             rig.cassandra.unfill_disk(n)?;
@@ -304,7 +350,9 @@ fn heal(broken: Broken, rig: &mut Rig, servers: &mut Servers) -> Result<()> {
                 if node.alive() {
                     rig.cassandra.kill(n)?;
                 }
-                eprintln!("trial: cassandra node {n} stopped serving on a full disk: restarting it");
+                eprintln!(
+                    "trial: cassandra node {n} stopped serving on a full disk: restarting it"
+                );
                 rig.cassandra.restart(n)?;
             }
         }

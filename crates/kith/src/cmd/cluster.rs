@@ -90,6 +90,12 @@ pub(crate) struct UpArgs {
     /// one node's disk.
     #[arg(long)]
     disk_mb: Option<u64>,
+    /// Put each Cassandra node in a network namespace of its own on a bridge, at 10.251.C.D
+    /// for the loopback address 127.0.C.D it would have had (needs root and iproute2; `down`
+    /// removes them), so that `kith trial cluster --nemesis partition-cassandra` can cut
+    /// links between nodes. Redis stays on loopback.
+    #[arg(long)]
+    netns: bool,
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +238,7 @@ fn up(a: UpArgs) -> Result<()> {
         progress: true,
         skewable: a.skewable,
         disk_mb: a.disk_mb,
+        netns: a.netns,
     };
     let t = std::time::Instant::now();
     let cluster = LocalCluster::up(&config)?;
