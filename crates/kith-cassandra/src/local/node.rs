@@ -142,6 +142,12 @@ impl Node {
             // Native libraries the JVM unpacks (lz4's, one per start) stay in the node's
             // directory and go with it, not in /tmp.
             .arg(format!("-Djava.io.tmpdir={}", self.dir.join("tmp").display()))
+            // A JVM that dies (SIGBUS on a full disk's memory-mapped commit log) leaves its
+            // report in the node's logs, not in whatever directory started it.
+            .arg(format!(
+                "-XX:ErrorFile={}",
+                self.dir.join("logs").join("hs_err_pid%p.log").display()
+            ))
             // Gossip on loopback settles in well under a second; a joining node waits this
             // long for the ring before it streams (Cassandra's default is 30 s).
             .arg("-Dcassandra.ring_delay_ms=5000")

@@ -270,7 +270,7 @@ fn inflict(
         }
         Nemesis::FullDiskCassandra => {
             let bytes = rig.cassandra.fill_disk(cass)?;
-            let mb = bytes as f64 / (1 << 20) as f64;
+            let mb = bytes as f64 / f64::from(1 << 20);
             (Broken::Filled(cass), format!("filled cassandra node {cass}'s disk ({mb:.0} MiB)"))
         }
         Nemesis::PartitionCassandra | Nemesis::IsolateCassandra => {
