@@ -166,6 +166,8 @@ pub struct Op {
     pub warned: bool,
     /// Distinct post ids that successful attempts returned (more than one: applied twice).
     pub ids: Vec<u64>,
+    /// Each attempt's answer in order, `status@server` (`-@server`: none), for examples.
+    pub answers: Vec<String>,
 }
 
 /// Folds attempts into logical operations, in order of invocation.
@@ -207,6 +209,13 @@ pub fn fold(entries: &[Entry]) -> Vec<Op> {
                 value: first_ok.and_then(|e| e.value.clone()),
                 warned: es.iter().any(|e| e.warned),
                 ids,
+                answers: es
+                    .iter()
+                    .map(|e| {
+                        let status = e.status.map_or("-".to_string(), |s| s.to_string());
+                        format!("{status}@{}", e.server)
+                    })
+                    .collect(),
             }
         })
         .collect();

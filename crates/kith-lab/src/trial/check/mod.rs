@@ -166,7 +166,8 @@ pub(crate) mod testing {
             Some(Value::PostId { id }) => vec![*id],
             _ => Vec::new(),
         };
-        Op { id, call, invoke: t.0, complete: t.1, outcome, value, warned: false, ids }
+        let answers = Vec::new();
+        Op { id, call, invoke: t.0, complete: t.1, outcome, value, warned: false, ids, answers }
     }
 
     /// An acknowledged write.

@@ -45,8 +45,9 @@ pub fn check(ops: &[Op], quiet: &State, found: &mut Anomalies) {
         let content = content_of(o);
         let stored = indexed.get(content.as_str()).map_or(&[][..], |v| v.as_slice());
         match o.outcome {
-            Outcome::Fail if !stored.is_empty() => found
-                .add("failed-applied", || format!("refused post op {} stored as {stored:?}", o.id)),
+            Outcome::Fail if !stored.is_empty() => found.add("failed-applied", || {
+                format!("refused post op {} stored as {stored:?} (answers {:?})", o.id, o.answers)
+            }),
             Outcome::Fail => {}
             _ if stored.len() > 1 => {
                 found.add("applied-twice", || format!("post op {} stored as {stored:?}", o.id))
