@@ -81,6 +81,29 @@ impl Nemesis {
     }
 }
 
+impl Nemesis {
+    /// A short code of its own, in its runs' tags: the tag is in every key, post content and
+    /// Redis key of a run, so two nemeses sharing a code would make their runs on one store
+    /// read each other's writes (`pause-cassandra` and `partition-cassandra` once did).
+    pub fn code(self) -> &'static str {
+        match self {
+            Nemesis::None => "n",
+            Nemesis::KillKith => "kk",
+            Nemesis::KillCassandra => "kc",
+            Nemesis::KillRedis => "kr",
+            Nemesis::PauseKith => "pk",
+            Nemesis::PauseCassandra => "pc",
+            Nemesis::PauseRedis => "pr",
+            Nemesis::SkewKith => "sk",
+            Nemesis::SkewCassandra => "sc",
+            Nemesis::FullDiskCassandra => "fdc",
+            Nemesis::PartitionCassandra => "xc",
+            Nemesis::IsolateCassandra => "ic",
+            Nemesis::Mix => "m",
+        }
+    }
+}
+
 impl std::str::FromStr for Nemesis {
     type Err = String;
     fn from_str(s: &str) -> Result<Nemesis, String> {
@@ -375,5 +398,22 @@ fn signal(pid: u32, sig: i32) {
     // SAFETY: kill(2) with a pid this trial started and a valid signal number.
     unsafe {
         libc::kill(pid as i32, sig);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_nemesis_has_a_code_of_its_own_that_is_no_prefix_of_another() {
+        for a in ALL {
+            for b in ALL {
+                if a != b {
+                    assert!(!b.code().starts_with(a.code()), "{a:?} {b:?}");
+                }
+            }
+            assert_eq!(a.name().parse::<Nemesis>(), Ok(a));
+        }
     }
 }

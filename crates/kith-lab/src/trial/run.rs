@@ -108,7 +108,7 @@ pub fn one(
     let turn = run + nemesis as usize;
     let feed = config.feeds[turn % config.feeds.len()].clone();
     let cache = config.caches[(turn / config.feeds.len()) % config.caches.len()].clone();
-    let tag = format!("t{}{}r{run}", config.seed, short(nemesis));
+    let tag = format!("t{}{}r{run}", config.seed, nemesis.code());
     let mut args: Vec<String> =
         vec!["--feed".into(), feed.clone(), "--cache".into(), cache.clone()];
     // A low threshold, so hybrid feeds pull some hot authors and push the rest.
@@ -172,10 +172,6 @@ pub fn one(
         faults,
         history,
     })
-}
-
-fn short(n: Nemesis) -> String {
-    n.name().split('-').map(|w| &w[..1]).collect()
 }
 
 fn start_servers(stage: &Stage, prefix: &str, args: &[String]) -> Result<Servers> {
