@@ -375,7 +375,13 @@ impl CassandraStore {
                         resent = true;
                     }
                     Ok(Some(r)) if resent && r == *record => return Ok(None),
-                    Ok(Some(r)) if r.expires_ms <= now_ms() => resent = true,
+                    // Another attempt replaced the expired record first: claim again (within
+                    // the same bound, should the servers' clocks disagree on expiry).
+                    Ok(Some(r))
+                        if r.expires_ms <= now_ms() && tokio::time::Instant::now() < deadline =>
+                    {
+                        resent = true;
+                    }
                     sent => return sent,
                 }
             }
