@@ -44,8 +44,10 @@ pub const DEFAULT_KEYSPACE: &str = "kith";
 /// Format 2 added friend copies (`generations.friend_copies`, `index_gN.copied_to`);
 /// format 3 server numbers (`servers`) and follow counters (`follow_counts`), for several
 /// servers on one store; format 4 a write clock on each index row (`index_gN.clock`, see
-/// `CassandraStore::stamp_after`).
-pub(crate) const FORMAT: i32 = 4;
+/// `CassandraStore::stamp_after`); format 5 follow edges switched on and off
+/// (`follows.active`), with the intents of edits under way (`follow_intents`) and counts
+/// counted from the lists (no more `follow_counts`).
+pub(crate) const FORMAT: i32 = 5;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
 /// 2 s for writes and 5 s for reads, come first).
@@ -142,7 +144,7 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
         .and_then(|r| r.0);
     match format {
         Some(f) if f < FORMAT => Err(Error::Cluster(format!(
-            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, follow counters, write clocks); rebuild it with `kith store build --cassandra`"
+            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, write clocks, follow edges switched by lightweight transactions); rebuild it with `kith store build --cassandra`"
         ))),
         _ => Ok(()),
     }
@@ -293,7 +295,8 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
              partition_users bigint, friend_copies int, layout text, next_pos bigint, created_ms bigint)"
         ),
         format!(
-            "CREATE TABLE IF NOT EXISTS {ks}.follows (uid bigint, target bigint, PRIMARY KEY (uid, target))"
+            "CREATE TABLE IF NOT EXISTS {ks}.follows (uid bigint, target bigint, active boolean, \
+             PRIMARY KEY (uid, target))"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.followers (uid bigint, follower bigint, PRIMARY KEY (uid, follower))"
@@ -311,8 +314,8 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
         format!("CREATE TABLE IF NOT EXISTS {ks}.feed_state (name text PRIMARY KEY, value bigint)"),
         format!("CREATE TABLE IF NOT EXISTS {ks}.servers (n int PRIMARY KEY, owner text)"),
         format!(
-            "CREATE TABLE IF NOT EXISTS {ks}.follow_counts (uid bigint PRIMARY KEY, \
-             followees counter, followers counter)"
+            "CREATE TABLE IF NOT EXISTS {ks}.follow_intents (shard int, uid bigint, target bigint, \
+             nonce bigint, at_ms bigint, PRIMARY KEY (shard, uid, target, nonce))"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.repushes (author bigint PRIMARY KEY, ticket bigint)"

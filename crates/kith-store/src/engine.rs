@@ -287,6 +287,13 @@ pub trait Engine: Send + Sync + Debug {
     /// stored again while an earlier one ran stays pending.
     fn repush_done(&self, author: u64, token: u64) -> Result<()>;
 
+    /// Finishes follow edits left half done (an engine whose follow edit is not one atomic
+    /// write keeps the follower index in line here); returns the edges repaired, as
+    /// (uid, target, following). The feed calls it every second. Nothing to do by default.
+    fn repair_follows(&self) -> Result<Vec<(u64, u64, bool)>> {
+        Ok(Vec::new())
+    }
+
     /// The idempotency record under `key`, if one is stored (expired or not: the caller
     /// compares [`IdempotencyRecord::expires_ms`] with its clock).
     fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>>;

@@ -167,6 +167,10 @@ impl Engine for CassandraStore {
         self.pending_repush_impl(author)
     }
 
+    fn repair_follows(&self) -> Result<Vec<(u64, u64, bool)>> {
+        self.repair_follows_impl()
+    }
+
     fn pending_repushes(&self) -> Result<Vec<u64>> {
         self.pending_repushes_impl()
     }

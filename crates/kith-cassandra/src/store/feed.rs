@@ -1,15 +1,10 @@
-//! Follows on the cluster: the follow graph in both directions, with counts kept in memory,
-//! and the feed's bookkeeping (watermark, pending re-pushes, idempotency records). A follow or
-//! unfollow changes both directions (and its idempotency record, and a pending re-push) in
-//! one logged batch.
+//! The feed's reads and bookkeeping on the cluster: pages of the follow lists, the fan-out
+//! watermark, pending re-pushes and idempotency records. Follow edits are in `follows`.
 
-use std::collections::HashMap;
 use std::sync::PoisonError;
 
 use futures_util::StreamExt;
-use kith_store::{
-    Degree, Error as StoreError, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES, Result,
-};
+use kith_store::{Error as StoreError, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES, Result};
 
 use super::rows::{key, uid};
 use super::{CassandraStore, Writes, bad_rows, i, u};
@@ -19,132 +14,11 @@ use crate::error::driver;
 const MAX_TTL_S: u64 = 630_720_000;
 
 impl CassandraStore {
-    /// Follow counts of `uids` (in their order), read from the store: every server sees
-    /// every other's follows. One query per hundred users.
-    pub(crate) async fn degrees(&self, uids: &[u64]) -> Result<Vec<Degree>> {
-        let mut found: HashMap<u64, Degree> = HashMap::new();
-        for chunk in uids.chunks(100) {
-            let keys: Vec<i64> = chunk.iter().map(|&u| key(u)).collect();
-            let rows = self
-                .session()
-                .execute_unpaged(&self.fixed.counts_get, (keys,))
-                .await
-                .map_err(|e| driver("reading follow counts", e))?
-                .into_rows_result()
-                .map_err(|e| bad_rows("follow counts", e))?;
-            for row in rows
-                .rows::<(i64, Option<scylla::value::Counter>, Option<scylla::value::Counter>)>()
-                .map_err(|e| bad_rows("follow counts", e))?
-            {
-                let (k, followees, followers) = row.map_err(|e| bad_rows("follow counts", e))?;
-                let n = |c: Option<scylla::value::Counter>| c.map_or(0, |c| c.0.max(0) as u64);
-                found.insert(uid(k), Degree { followees: n(followees), followers: n(followers) });
-            }
-        }
-        Ok(uids.iter().map(|u| found.get(u).copied().unwrap_or_default()).collect())
-    }
-
-    pub(crate) fn degree(&self, uid: u64) -> Result<Degree> {
-        Ok(self.wait(self.degrees(&[uid]))?[0])
-    }
-
-    /// Adds `by` to `uid`'s followee count and 1·sign to each target's follower count, in
-    /// one counter batch, after the follow batch it counts.
-    async fn count(&self, uid: u64, targets: &[u64], sign: i64) -> Result<()> {
-        use scylla::value::Counter;
-        let mut w = Writes::counters();
-        let n = Counter(sign * targets.len() as i64);
-        w.push(&self.fixed.count_add, (n, Counter(0), key(uid)));
-        for &t in targets {
-            w.push(&self.fixed.count_add, (Counter(0), Counter(sign), key(t)));
-        }
-        w.run(self.session(), "counting follows").await
-    }
-
-    pub(crate) fn follow_impl(
-        &self,
-        uid: u64,
-        targets: &[u64],
-        record: Option<&IdempotencyRecord>,
-    ) -> Result<()> {
-        kith_store::check_follow_targets(uid, targets)?;
-        let _one = self.follow_lock();
-        self.wait(async {
-            // Each edge by a lightweight transaction, so that of two follows of one pair on
-            // two servers exactly one stores it and counts it; the other finds it taken.
-            let mut taken = Vec::new();
-            for &t in targets {
-                if !self.edge(&self.fixed.follow_claim, uid, t).await? {
-                    for &d in &taken {
-                        self.edge(&self.fixed.follow_drop, uid, d).await?;
-                    }
-                    return Err(StoreError::AlreadyFollowing { uid, target: t });
-                }
-                taken.push(t);
-            }
-            let mut w = Writes::logged();
-            for &t in targets {
-                w.push(&self.fixed.follower_put, (key(t), key(uid)));
-            }
-            if let Some(r) = record {
-                self.push_record(&mut w, r)?;
-            }
-            w.run(self.session(), "follow").await?;
-            self.count(uid, targets, 1).await
-        })
-    }
-
-    pub(crate) fn unfollow_impl(
-        &self,
-        uid: u64,
-        target: u64,
-        repush_at: Option<u64>,
-        record: Option<&IdempotencyRecord>,
-    ) -> Result<(u64, u64)> {
-        let _one = self.follow_lock();
-        self.wait(async {
-            let before = self.degrees(&[target]).await?[0].followers;
-            // The edge goes by a lightweight transaction: of two unfollows of one pair, one
-            // removes it and counts it.
-            if !self.edge(&self.fixed.follow_drop, uid, target).await? {
-                return Err(StoreError::NotFollowing { uid, target });
-            }
-            let mut w = Writes::logged();
-            w.push(&self.fixed.follower_del, (key(target), key(uid)));
-            if repush_at.is_some_and(|t| before == t + 1) {
-                w.push(&self.fixed.repush_put, (key(target), i(self.next_token())));
-            }
-            if let Some(r) = record {
-                self.push_record(&mut w, r)?;
-            }
-            w.run(self.session(), "unfollow").await?;
-            self.count(uid, &[target], -1).await?;
-            Ok((before, before.saturating_sub(1)))
-        })
-    }
-
-    /// Runs a lightweight transaction on the edge uid → target; whether it applied.
-    async fn edge(
-        &self,
-        statement: &scylla::statement::prepared::PreparedStatement,
-        uid: u64,
-        target: u64,
-    ) -> Result<bool> {
-        let rows = self
-            .session()
-            .execute_unpaged(statement, (key(uid), key(target)))
-            .await
-            .map_err(|e| driver("changing a follow", e))?
-            .into_rows_result()
-            .map_err(|e| bad_rows("follow", e))?;
-        Ok(super::rows::lwt_outcome(&rows, "target")?.0)
-    }
-
-    fn follow_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+    pub(super) fn follow_lock(&self) -> std::sync::MutexGuard<'_, ()> {
         self.follow_lock.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn next_token(&self) -> u64 {
+    pub(super) fn next_token(&self) -> u64 {
         self.next_token.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 

@@ -5,6 +5,7 @@
 pub(crate) mod copies;
 mod engine;
 mod feed;
+mod follows;
 pub(crate) mod listing;
 mod posts;
 mod relayout;
@@ -383,14 +384,6 @@ impl Writes {
     /// An unlogged batch: for statements on one partition (applied together there).
     pub(crate) fn unlogged() -> Writes {
         Writes::new(BatchType::Unlogged)
-    }
-
-    /// A batch of counter updates: the one kind of write that is not idempotent, so the
-    /// driver never sends it twice.
-    pub(crate) fn counters() -> Writes {
-        let mut w = Writes::new(BatchType::Counter);
-        w.batch.set_is_idempotent(false);
-        w
     }
 
     fn new(kind: BatchType) -> Writes {

@@ -22,6 +22,8 @@ const KEEP_TICK: Duration = Duration::from_millis(100);
 const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// How often the keeper looks for server numbers whose server stopped with fan-out left.
 const ORPHANS_EVERY: Duration = Duration::from_secs(2);
+/// How often the keeper has the store finish follow edits left half done.
+const REPAIR_EVERY: Duration = Duration::from_secs(1);
 /// The longest wait between retries of failed fan-out.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
@@ -136,6 +138,7 @@ impl Feed {
         let mut backoff = KEEP_TICK;
         let mut next_retry = Instant::now();
         let mut next_orphans = Instant::now();
+        let mut next_repair = Instant::now();
         let mut tick = tokio::time::interval(KEEP_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -146,6 +149,12 @@ impl Feed {
                     eprintln!(
                         "kith feed: taking over a stopped server's fan-out failed (will retry): {e}"
                     );
+                }
+            }
+            if Instant::now() >= next_repair {
+                next_repair = Instant::now() + REPAIR_EVERY;
+                if let Err(e) = feed.repair_follows().await {
+                    eprintln!("kith feed: repairing follow edits failed (will retry): {e}");
                 }
             }
             if Instant::now() >= next_retry {
@@ -161,6 +170,21 @@ impl Feed {
                 eprintln!("kith feed: storing the fan-out watermark failed (will retry): {e}");
             }
         }
+    }
+
+    /// Has the store finish follow edits left half done, then brings what the feed keeps
+    /// of each repaired edge along: the follower's cached followee list, and, for an edge
+    /// now on, the follower's timeline (the backfill its own follow missed).
+    async fn repair_follows(&self) -> Result<()> {
+        let engine = self.engine.clone();
+        let repaired = blocking(move || engine.repair_follows()).await?;
+        for (uid, target, following) in repaired {
+            self.invalidate_followees(uid).await;
+            if following {
+                self.backfill(uid, &[target]).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Renews the lease on this server's number every [`RENEW_EVERY`], on a task of its own

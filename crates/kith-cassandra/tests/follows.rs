@@ -1,0 +1,77 @@
+//! Follow edits left half done (a server killed, or a write failed, after the edge changed
+//! and before the follower index did) are finished by the store's repair, on a real cluster:
+//! the follower lists and counts then agree with the edges.
+
+use kith_cassandra::{BuildConfig, CassandraOptions, build, drop_store, testing};
+use kith_graph::Graph;
+use kith_layout::Layout;
+use kith_store::{Engine, LayoutMeta};
+use scylla::client::session_builder::SessionBuilder;
+
+/// The stored form of a uid (bigint, order kept).
+fn key(uid: u64) -> i64 {
+    (uid ^ (1 << 63)) as i64
+}
+
+#[test]
+fn follow_edits_left_half_done_are_repaired() {
+    let ks = testing::keyspace("halfdone");
+    let options = CassandraOptions::new(testing::hosts(), &ks);
+    let graph = Graph::from_edges(vec![10, 11, 12, 13], false, vec![(0, 1), (2, 3)]);
+    let layout = Layout::identity(graph.num_nodes());
+    let (store, _) =
+        build(&options, &graph, &layout, LayoutMeta::default(), &BuildConfig::default()).unwrap();
+    let (a, b, c, d) = (10u64, 11u64, 12u64, 13u64);
+    store.follow(a, &[b, d]).unwrap();
+    assert_eq!(store.followers(b, 0, 10).unwrap(), [a]);
+    // By hand, what a server killed between the two halves leaves: a → c switched on and
+    // a → b off by lightweight transactions, each with its intent, the index untouched.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = SessionBuilder::new().known_nodes(testing::hosts()).build().await.unwrap();
+        let old = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+            - 5_000;
+        for (target, on, nonce) in [(c, true, 1i64), (b, false, 2)] {
+            let cas = format!(
+                "UPDATE {ks}.follows SET active = {on} WHERE uid = ? AND target = ? IF active != {on}"
+            );
+            s.query_unpaged(cas, (key(a), key(target))).await.unwrap();
+            let intent = format!(
+                "INSERT INTO {ks}.follow_intents (shard, uid, target, nonce, at_ms) VALUES (3, ?, ?, ?, ?)"
+            );
+            s.query_unpaged(intent, (key(a), key(target), nonce, old)).await.unwrap();
+        }
+    });
+    // One-sided before the repair: the edges changed, the index did not.
+    assert_eq!(store.followees(a, 0, 10).unwrap(), [c, d]);
+    assert_eq!(store.followers(b, 0, 10).unwrap(), [a]);
+    assert!(store.followers(c, 0, 10).unwrap().is_empty());
+    let mut repaired = store.repair_follows().unwrap();
+    repaired.sort_unstable();
+    assert_eq!(repaired, [(a, b, false), (a, c, true)]);
+    assert!(store.followers(b, 0, 10).unwrap().is_empty());
+    assert_eq!(store.followers(c, 0, 10).unwrap(), [a]);
+    assert_eq!(store.followers(d, 0, 10).unwrap(), [a]);
+    for u in [a, b, c, d] {
+        let deg = store.follow_degree(u).unwrap();
+        assert_eq!(deg.followees, store.followees(u, 0, 10).unwrap().len() as u64, "{u}");
+        assert_eq!(deg.followers, store.followers(u, 0, 10).unwrap().len() as u64, "{u}");
+    }
+    // Edits after a repair go on as usual, the edge's row switched off and on again.
+    store.unfollow(a, c, None).unwrap();
+    store.follow(a, &[c]).unwrap();
+    assert_eq!(store.followers(c, 0, 10).unwrap(), [a]);
+    assert_eq!(store.follow_degree(a).unwrap().followees, 2);
+    // Refusals: following twice, unfollowing what is not followed.
+    assert!(matches!(
+        store.follow(a, &[b, c]),
+        Err(kith_store::Error::AlreadyFollowing { target, .. }) if target == c
+    ));
+    assert!(store.followers(b, 0, 10).unwrap().is_empty(), "a refused follow left no follower");
+    assert!(matches!(store.unfollow(a, b, None), Err(kith_store::Error::NotFollowing { .. })));
+    drop(store);
+    drop_store(&options).unwrap();
+}
