@@ -4,22 +4,9 @@
 //! server, a Cassandra node or a Redis node killed or paused during it, or a kith server's or
 //! a Cassandra node's clock skewed and stepped, or a Cassandra node's disk filled, or its
 //! network links cut (from the other nodes, or from them and the clients). The checker must
-//! find no anomaly of any kind kith guarantees (docs/service.md, "Several servers"); the
-//! kinds listed in `STILL_OPEN` are the ones "What does not hold yet" states, with their
-//! measured frequency, and are only counted here.
+//! find no anomaly of any kind (docs/service.md, "Several servers").
 
 mod common;
-
-/// Anomaly kinds docs/service.md still lists under "What does not hold yet".
-const STILL_OPEN: &[&str] = &[
-    // Follow counts are counters written after the follow's edge: a server killed, or a
-    // counter write timing out, between the two leaves them off.
-    "count-drift",
-    // A follow's edge and its follower row are two writes: a server killed between them
-    // leaves the follow on one side, and reads of the other side miss it.
-    "follow-one-sided",
-    "follow-stale",
-];
 
 #[test]
 fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
@@ -59,9 +46,7 @@ fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
     for r in runs {
         let nemesis = r["nemesis"].as_str().unwrap();
         for (kind, n) in r["anomalies"]["counts"].as_object().unwrap() {
-            if !STILL_OPEN.contains(&kind.as_str()) {
-                assert_eq!(n, 0, "{nemesis}: {kind}: {}", r["anomalies"]["examples"]);
-            }
+            assert_eq!(n, 0, "{nemesis}: {kind}: {}", r["anomalies"]["examples"]);
         }
         let acked: u64 =
             r["ops"].as_object().unwrap().values().map(|c| c["ok"].as_u64().unwrap()).sum();
