@@ -27,8 +27,8 @@ fn follow_edits_left_half_done_are_repaired() {
     // By hand, what a server killed between the two halves leaves: a → c switched on and
     // a → b off by lightweight transactions, each with its intent, the index untouched.
     let rt = tokio::runtime::Runtime::new().unwrap();
+    let s = rt.block_on(SessionBuilder::new().known_nodes(testing::hosts()).build()).unwrap();
     rt.block_on(async {
-        let s = SessionBuilder::new().known_nodes(testing::hosts()).build().await.unwrap();
         let old = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -65,6 +65,18 @@ fn follow_edits_left_half_done_are_repaired() {
     store.follow(a, &[c]).unwrap();
     assert_eq!(store.followers(c, 0, 10).unwrap(), [a]);
     assert_eq!(store.follow_degree(a).unwrap().followees, 2);
+    // An edit found done by another whose row is not written yet (its server between the
+    // two) is refused only once the row is: a retry answered by the refusal sees both sides.
+    rt.block_on(async {
+        let cas = format!(
+            "UPDATE {ks}.follows SET active = true WHERE uid = ? AND target = ? IF active != true"
+        );
+        s.query_unpaged(cas, (key(a), key(b))).await.unwrap();
+    });
+    assert!(store.followers(b, 0, 10).unwrap().is_empty());
+    assert!(matches!(store.follow(a, &[b]), Err(kith_store::Error::AlreadyFollowing { .. })));
+    assert_eq!(store.followers(b, 0, 10).unwrap(), [a]);
+    store.unfollow(a, b, None).unwrap();
     // Refusals: following twice, unfollowing what is not followed.
     assert!(matches!(
         store.follow(a, &[b, c]),

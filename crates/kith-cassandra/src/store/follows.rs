@@ -89,10 +89,14 @@ impl CassandraStore {
             let mut taken = Vec::new();
             for &t in targets {
                 if !self.switch(&self.fixed.follow_on, uid, t).await? {
-                    // All or none: undo the ones taken, and their index rows.
+                    // All or none: undo the ones taken. Then the index rows of those and of
+                    // the edge found on: the edit that switched it may not have written its
+                    // row yet, and a refusal (or a retry answered by it) must not be seen
+                    // before that row.
                     for &d in &taken {
                         self.switch(&self.fixed.follow_off, uid, d).await?;
                     }
+                    taken.push(t);
                     self.index(uid, &taken, None, None).await?;
                     self.forget(&intents).await;
                     return Err(StoreError::AlreadyFollowing { uid, target: t });
@@ -117,6 +121,9 @@ impl CassandraStore {
             let before = self.count(&self.fixed.followers_count, target).await?;
             let intents = self.intend(uid, &[target]).await?;
             if !self.switch(&self.fixed.follow_off, uid, target).await? {
+                // As for a follow refused: the edit that switched it off may not have
+                // deleted its row yet.
+                self.index(uid, &[target], None, None).await?;
                 self.forget(&intents).await;
                 return Err(StoreError::NotFollowing { uid, target });
             }
