@@ -99,6 +99,18 @@ pub enum Level {
     OneNamedHostsOnly,
 }
 
+/// An idempotent request (a read, or a write that sets values) with no answer after this is
+/// sent to another node too, up to [`SPECULATIVE_TRIES`] more times: a paused or cut-off
+/// coordinator does not hold it until the request timeout. Lightweight transactions are not
+/// idempotent and are never sent twice.
+const SPECULATIVE_AFTER: Duration = Duration::from_millis(500);
+const SPECULATIVE_TRIES: usize = 2;
+/// Connections to a node that answers no keepalive within [`KEEPALIVE_WITHIN`] are closed, so
+/// requests stop going to a paused or cut-off node within seconds (the driver's defaults:
+/// every 30 s, closed after 30 s).
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(2);
+const KEEPALIVE_WITHIN: Duration = Duration::from_secs(3);
+
 /// A session to the cluster: QUORUM by default, SERIAL for lightweight transactions, and a
 /// client-side timeout on every request.
 pub(crate) async fn connect(hosts: &[String]) -> Result<Session> {
@@ -116,10 +128,18 @@ pub(crate) async fn connect_at(hosts: &[String], level: Level) -> Result<Session
         .retry_policy(std::sync::Arc::new(Retries))
         .serial_consistency(Some(SerialConsistency::Serial))
         .request_timeout(Some(REQUEST_TIMEOUT))
+        .speculative_execution_policy(Some(std::sync::Arc::new(
+            scylla::policies::speculative_execution::SimpleSpeculativeExecutionPolicy {
+                max_retry_count: SPECULATIVE_TRIES,
+                retry_interval: SPECULATIVE_AFTER,
+            },
+        )))
         .build();
     let mut builder = SessionBuilder::new()
         .known_nodes(hosts)
         .connection_timeout(Duration::from_secs(5))
+        .keepalive_interval(KEEPALIVE_EVERY)
+        .keepalive_timeout(KEEPALIVE_WITHIN)
         .default_execution_profile_handle(profile.into_handle());
     if level == Level::OneNamedHostsOnly {
         let only = AllowListHostFilter::new(hosts.iter().map(String::as_str))
@@ -150,36 +170,20 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
     }
 }
 
-/// How many times a logged batch whose batch-log write timed out is sent again.
-///
-/// A coordinator writes a logged batch to the batch logs of two other nodes before applying
-/// it; in a three-node cluster those are the two others, so from a `kill -9` of one node until
-/// the failure detector convicts it (10 s and more here) every logged batch times out writing
-/// its batch log (2 s, `write_request_timeout`), without having applied anything. The
-/// driver's default policy retries that once; eight times (18 s in all) cover the detector's
-/// delay within the request timeout (20 s; the service's own is 30 s). Only idempotent
-/// batches are retried (every batch kith sends is).
-const BATCHLOG_RETRIES: u32 = 8;
-
-/// The driver's default retries, with batch-log write timeouts retried [`BATCHLOG_RETRIES`]
-/// times on the same coordinator, other write timeouts of idempotent writes once, and read
-/// timeouts once on another coordinator.
+/// The driver's default retries, but for a batch-log write timeout (not retried: the store
+/// sends the batch unlogged, `store/batchlog.rs`), other write timeouts of idempotent writes
+/// once on the same coordinator, and read timeouts once on another coordinator.
 #[derive(Debug)]
 struct Retries;
 
 impl RetryPolicy for Retries {
     fn new_session(&self) -> Box<dyn RetrySession> {
-        Box::new(RetriesSession {
-            default: DefaultRetrySession::new(),
-            batchlog: 0,
-            timed_out: false,
-        })
+        Box::new(RetriesSession { default: DefaultRetrySession::new(), timed_out: false })
     }
 }
 
 struct RetriesSession {
     default: DefaultRetrySession,
-    batchlog: u32,
     timed_out: bool,
 }
 
@@ -187,18 +191,11 @@ impl RetrySession for RetriesSession {
     fn decide_should_retry(&mut self, info: RequestInfo<'_>) -> RetryDecision {
         if info.is_idempotent && !info.consistency.is_serial() {
             match info.error {
+                // Nothing applied; the store sends it again as an unlogged batch.
                 RequestAttemptError::DbError(
                     DbError::WriteTimeout { write_type: WriteType::BatchLog, .. },
                     _,
-                ) => {
-                    if self.batchlog < BATCHLOG_RETRIES {
-                        self.batchlog += 1;
-                        // The same coordinator: moving on would walk the plan onto the dead
-                        // node itself, whose refused connection ends the request.
-                        return RetryDecision::RetrySameTarget(None);
-                    }
-                    return RetryDecision::DontRetry;
-                }
+                ) => return RetryDecision::DontRetry,
                 // A logged batch applied on too few replicas in time (it is in the batch log
                 // and will be applied), or a single write: it sets values, so sending it again
                 // once, while a replica is slow behind a dead one, is safe.
@@ -226,7 +223,6 @@ impl RetrySession for RetriesSession {
 
     fn reset(&mut self) {
         self.default.reset();
-        self.batchlog = 0;
         self.timed_out = false;
     }
 }
@@ -314,8 +310,8 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
         format!("CREATE TABLE IF NOT EXISTS {ks}.feed_state (name text PRIMARY KEY, value bigint)"),
         format!("CREATE TABLE IF NOT EXISTS {ks}.servers (n int PRIMARY KEY, owner text)"),
         format!(
-            "CREATE TABLE IF NOT EXISTS {ks}.follow_intents (shard int, uid bigint, target bigint, \
-             nonce bigint, at_ms bigint, PRIMARY KEY (shard, uid, target, nonce))"
+            "CREATE TABLE IF NOT EXISTS {ks}.follow_intents (target bigint, uid bigint, nonce bigint, \
+             at_ms bigint, PRIMARY KEY (target, uid, nonce))"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.repushes (author bigint PRIMARY KEY, ticket bigint)"

@@ -4,18 +4,9 @@
 //! server, a Cassandra node or a Redis node killed or paused during it, or a kith server's or
 //! a Cassandra node's clock skewed and stepped, or a Cassandra node's disk filled, or its
 //! network links cut (from the other nodes, or from them and the clients). The checker must
-//! find no anomaly of any kind (docs/service.md, "Several servers"), but the one
-//! "What does not hold yet" states with its measured frequency (`tolerated`).
+//! find no anomaly of any kind (docs/service.md, "Several servers").
 
 mod common;
-
-/// A follow whose kith server was killed between its edge and its follower row is on one
-/// side until a repair finishes it (within about 2 s), and a followers read meanwhile can
-/// miss it: counted only, in runs that kill a kith server.
-fn tolerated(kind: &str, run: &serde_json::Value) -> bool {
-    kind == "follow-stale"
-        && run["faults"].as_array().unwrap().iter().any(|f| f["nemesis"] == "kill-kith")
-}
 
 #[test]
 fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
@@ -55,9 +46,7 @@ fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
     for r in runs {
         let nemesis = r["nemesis"].as_str().unwrap();
         for (kind, n) in r["anomalies"]["counts"].as_object().unwrap() {
-            if !tolerated(kind, r) {
-                assert_eq!(n, 0, "{nemesis}: {kind}: {}", r["anomalies"]["examples"]);
-            }
+            assert_eq!(n, 0, "{nemesis}: {kind}: {}", r["anomalies"]["examples"]);
         }
         let acked: u64 =
             r["ops"].as_object().unwrap().values().map(|c| c["ok"].as_u64().unwrap()).sum();

@@ -59,6 +59,9 @@ impl CassandraStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        if followers {
+            self.finish_pending(uid).await?;
+        }
         let pager = self
             .session()
             .execute_iter(statement.clone(), (key(uid), key(from), want))

@@ -8,10 +8,13 @@
 //! The follower index (`followers`, in target's partition) is derived from the edges: a
 //! follower row is written or deleted `USING TIMESTAMP` of the edge state it reflects, so of
 //! two index writes for one pair the later edge's wins, whatever order they arrive in. An
-//! edit first stores an intent (`follow_intents`); a server that stops, or a write that
-//! fails, between the edge and the index leaves the intent, and [`repair_follows_impl`]
-//! (every server's feed runs it every second) reads the edge with a Paxos read and writes
-//! the index to match. Follow counts are counted from these rows, so they equal the lists.
+//! edit first stores an intent (`follow_intents`, in target's partition) and removes it once
+//! the row is written. Every read of a followers list or count first settles the edges of
+//! the target's intents (a QUORUM read of the edge, then its row), so the list shows an edge
+//! as soon as the edge changed, even when its server stopped before writing the row; and
+//! [`repair_follows_impl`] (every server's feed runs it every second) settles intents left
+//! behind, for the feeds' sake, and removes them. Follow counts are counted from these
+//! rows, so they equal the lists.
 //!
 //! [`repair_follows_impl`]: CassandraStore::repair_follows_impl
 
@@ -24,8 +27,6 @@ use super::rows::{key, uid};
 use super::{CassandraStore, Writes, bad_rows, i};
 use crate::error::driver;
 
-/// Partitions of `follow_intents` (a repair reads each).
-const INTENT_SHARDS: i32 = 16;
 /// An intent younger than this is its own edit's to finish; a repair leaves it alone.
 const INTENT_GRACE_MS: u64 = 1_000;
 /// An intent older than this is removed once repaired: every edit has ended by then (a
@@ -55,6 +56,7 @@ impl CassandraStore {
     }
 
     async fn degree_of(&self, u: u64) -> Result<Degree> {
+        self.finish_pending(u).await?;
         let followees = self.count(&self.fixed.followees_count, u).await?;
         let followers = self.count(&self.fixed.followers_count, u).await?;
         Ok(Degree { followees, followers })
@@ -118,6 +120,7 @@ impl CassandraStore {
     ) -> Result<(u64, u64)> {
         let _one = self.follow_lock();
         self.wait(async {
+            self.finish_pending(target).await?;
             let before = self.count(&self.fixed.followers_count, target).await?;
             let intents = self.intend(uid, &[target]).await?;
             if !self.switch(&self.fixed.follow_off, uid, target).await? {
@@ -134,30 +137,64 @@ impl CassandraStore {
         })
     }
 
-    /// Stores an intent per edge about to change; returns them, to remove once done.
-    async fn intend(&self, uid: u64, targets: &[u64]) -> Result<Vec<(i32, u64, u64, i64)>> {
+    /// Stores an intent per edge about to change, in its target's partition; returns them,
+    /// to remove once done.
+    async fn intend(&self, uid: u64, targets: &[u64]) -> Result<Vec<(u64, u64, i64)>> {
         let nonce = i(rand_nonce());
         let at = i(now_ms());
         let mut out = Vec::with_capacity(targets.len());
         for &t in targets {
-            let shard = shard(uid, t);
             self.session()
-                .execute_unpaged(&self.fixed.intent_put, (shard, key(uid), key(t), nonce, at))
+                .execute_unpaged(&self.fixed.intent_put, (key(t), key(uid), nonce, at))
                 .await
                 .map_err(|e| driver("storing a follow intent", e))?;
-            out.push((shard, uid, t, nonce));
+            out.push((t, uid, nonce));
         }
         Ok(out)
     }
 
     /// Removes finished intents; one left behind is removed by a later repair.
-    async fn forget(&self, intents: &[(i32, u64, u64, i64)]) {
-        for &(shard, uid, t, nonce) in intents {
+    async fn forget(&self, intents: &[(u64, u64, i64)]) {
+        for &(t, uid, nonce) in intents {
             let _ = self
                 .session()
-                .execute_unpaged(&self.fixed.intent_del, (shard, key(uid), key(t), nonce))
+                .execute_unpaged(&self.fixed.intent_del, (key(t), key(uid), nonce))
                 .await;
         }
+    }
+
+    /// Before a read of `target`'s followers: finishes the index rows of its edges with an
+    /// edit under way or cut short (one read of its intents, nearly always empty), so the
+    /// list shows every edge as the followee side reads it (QUORUM: an edit Paxos accepted
+    /// but did not commit is on neither side until a Paxos round completes it; the repair's
+    /// is one), even one whose server stopped between the edge and the row. Not by a Paxos
+    /// read: reads of a hot user's followers would contend with each other and its edits.
+    pub(super) async fn finish_pending(&self, target: u64) -> Result<()> {
+        let rows = self
+            .session()
+            .execute_unpaged(&self.fixed.intents_of, (key(target),))
+            .await
+            .map_err(|e| driver("reading follow intents", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("follow intents", e))?;
+        let mut followers = std::collections::BTreeSet::new();
+        for row in rows.rows::<(i64,)>().map_err(|e| bad_rows("follow intents", e))? {
+            followers.insert(uid(row.map_err(|e| bad_rows("follow intents", e))?.0));
+        }
+        for u in followers {
+            self.settle(u, target, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the edge uid → target (`serial`: by a Paxos read, completing an edit left in
+    /// progress) and writes its index row to match; returns whether it is on.
+    async fn settle(&self, uid: u64, target: u64, serial: bool) -> Result<bool> {
+        let state = self.edge(uid, target, serial).await?;
+        let mut w = Writes::logged();
+        self.push_index(&mut w, uid, target, state);
+        w.run(self.session(), "finishing a follow's index row").await?;
+        Ok(state.active)
     }
 
     /// Runs a lightweight transaction on the edge uid → target; whether it applied.
@@ -244,54 +281,42 @@ impl CassandraStore {
     }
 
     /// Brings the follower index in line with edits that left their intent behind (their
-    /// server stopped, or a write failed, between the edge and the index): reads each such
-    /// edge by a Paxos read and writes its index row at the edge's timestamp. Returns the
-    /// repaired edges (uid, target, following).
+    /// server stopped, or a write failed, between the edge and the index): settles each such
+    /// edge (a Paxos read, then its index row at the edge's timestamp). Returns the settled
+    /// edges (uid, target, following).
     pub(crate) fn repair_follows_impl(&self) -> Result<Vec<(u64, u64, bool)>> {
         self.wait(async {
             let now = now_ms();
-            let mut repaired = Vec::new();
-            for shard in 0..INTENT_SHARDS {
-                let rows = self
-                    .session()
-                    .execute_unpaged(&self.fixed.intents_get, (shard,))
-                    .await
-                    .map_err(|e| driver("reading follow intents", e))?
-                    .into_rows_result()
-                    .map_err(|e| bad_rows("follow intents", e))?;
-                let mut old = Vec::new();
-                for row in rows
-                    .rows::<(i64, i64, i64, Option<i64>)>()
-                    .map_err(|e| bad_rows("follow intents", e))?
-                {
-                    let (u, t, nonce, at) = row.map_err(|e| bad_rows("follow intents", e))?;
-                    let age = now.saturating_sub(at.unwrap_or(0).max(0) as u64);
-                    if age >= INTENT_GRACE_MS {
-                        old.push((uid(u), uid(t), nonce, age));
-                    }
+            let pager = self
+                .session()
+                .execute_iter(self.fixed.intents_all.clone(), ())
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("reading follow intents: {e}")))?;
+            let mut rows = pager
+                .rows_stream::<(i64, i64, i64, Option<i64>)>()
+                .map_err(|e| bad_rows("follow intents", e))?;
+            let mut old = Vec::new();
+            while let Some(row) = rows.next().await {
+                let (t, u, nonce, at) = row
+                    .map_err(|e| StoreError::Unavailable(format!("reading follow intents: {e}")))?;
+                let age = now.saturating_sub(at.unwrap_or(0).max(0) as u64);
+                if age >= INTENT_GRACE_MS {
+                    old.push((uid(u), uid(t), nonce, age));
                 }
-                let mut done = std::collections::BTreeSet::new();
-                for &(u, t, nonce, age) in &old {
-                    if done.insert((u, t)) {
-                        let state = self.edge(u, t, true).await?;
-                        let mut w = Writes::logged();
-                        self.push_index(&mut w, u, t, state);
-                        w.run(self.session(), "repairing the follower index").await?;
-                        repaired.push((u, t, state.active));
-                    }
-                    if age >= INTENT_DONE_MS {
-                        self.forget(&[(shard, u, t, nonce)]).await;
-                    }
+            }
+            let mut repaired = Vec::new();
+            let mut done = std::collections::BTreeSet::new();
+            for &(u, t, nonce, age) in &old {
+                if done.insert((u, t)) {
+                    repaired.push((u, t, self.settle(u, t, true).await?));
+                }
+                if age >= INTENT_DONE_MS {
+                    self.forget(&[(t, u, nonce)]).await;
                 }
             }
             Ok(repaired)
         })
     }
-}
-
-/// The intent partition of an edge.
-fn shard(uid: u64, target: u64) -> i32 {
-    ((uid.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ target) % INTENT_SHARDS as u64) as i32
 }
 
 fn rand_nonce() -> u64 {
@@ -309,22 +334,4 @@ pub(super) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shards_are_in_range_and_spread() {
-        let mut seen = std::collections::BTreeSet::new();
-        for u in 0..100u64 {
-            for t in [0u64, 1, 7, u64::MAX] {
-                let s = shard(u, t);
-                assert!((0..INTENT_SHARDS).contains(&s));
-                seen.insert(s);
-            }
-        }
-        assert_eq!(seen.len(), INTENT_SHARDS as usize);
-    }
 }

@@ -2,6 +2,7 @@
 //! parts share (the current generation and its prepared statements, per-user locks, the
 //! runtime the blocking `Engine` calls run the driver on).
 
+mod batchlog;
 pub(crate) mod copies;
 mod engine;
 mod feed;
@@ -431,8 +432,19 @@ impl Writes {
                 .map_err(|e| driver(what, e))?;
             return Ok(());
         }
-        session.batch(&self.batch, &self.values).await.map_err(|e| driver(what, e))?;
-        Ok(())
+        if self.batch.get_type() != BatchType::Logged {
+            session.batch(&self.batch, &self.values).await.map_err(|e| driver(what, e))?;
+            return Ok(());
+        }
+        if !batchlog::down() {
+            match session.batch(&self.batch, &self.values).await {
+                Ok(_) => return Ok(()),
+                // The batch log could not be written: nothing was applied.
+                Err(e) if batchlog::timed_out(&e) => batchlog::mark_down(),
+                Err(e) => return Err(driver(what, e)),
+            }
+        }
+        batchlog::unlogged(session, &self.batch, &self.values, what).await
     }
 }
 

@@ -49,9 +49,10 @@ statements! { Fixed(ks: &str) {
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
     followees_count = true, "SELECT COUNT(*) FROM {ks}.follows WHERE uid = ? AND active = true ALLOW FILTERING";
     followers_count = true, "SELECT COUNT(*) FROM {ks}.followers WHERE uid = ?";
-    intent_put = true, "INSERT INTO {ks}.follow_intents (shard, uid, target, nonce, at_ms) VALUES (?, ?, ?, ?, ?)";
-    intent_del = true, "DELETE FROM {ks}.follow_intents WHERE shard = ? AND uid = ? AND target = ? AND nonce = ?";
-    intents_get = true, "SELECT uid, target, nonce, at_ms FROM {ks}.follow_intents WHERE shard = ?";
+    intent_put = true, "INSERT INTO {ks}.follow_intents (target, uid, nonce, at_ms) VALUES (?, ?, ?, ?)";
+    intent_del = true, "DELETE FROM {ks}.follow_intents WHERE target = ? AND uid = ? AND nonce = ?";
+    intents_of = true, "SELECT uid FROM {ks}.follow_intents WHERE target = ?";
+    intents_all = true, "SELECT target, uid, nonce, at_ms FROM {ks}.follow_intents";
     post_put = true, "INSERT INTO {ks}.posts (bucket, id, post) VALUES (?, ?, ?)";
     post_get = true, "SELECT post FROM {ks}.posts WHERE bucket = ? AND id = ?";
     posts_after = true, "SELECT post FROM {ks}.posts WHERE bucket = ? AND id > ? LIMIT ?";
