@@ -7,15 +7,16 @@
 //! pause or cut until its conviction every logged batch times out writing its batch log
 //! (`write_request_timeout`, 2 s) having applied nothing, and writes stall.
 //!
-//! So the first batch-log timeout marks the batch log down for this process for
-//! [`DOWN_FOR`]: meanwhile a logged batch is sent as an unlogged one (each of its writes
-//! applied at QUORUM by the live nodes, with the batch's one timestamp), sent again while it
-//! times out, for up to [`RESEND_WITHIN`]. Every batch kith sends sets values, so sending it
-//! again is applying it once; what the batch log no longer covers meanwhile is this kith
-//! server dying between the writes of one batch (a second fault while the first lasts).
-//! Once [`DOWN_FOR`] has passed the next batch tries the batch log again.
+//! So while the driver has no connection to a node (a node killed, or one that answered no
+//! keepalive), and from a batch-log timeout until a batch gets through logged again (one
+//! batch tries every [`DOWN_FOR`]), this process sends a logged batch as an unlogged one:
+//! each of its writes applied at QUORUM by the live nodes, with the batch's one timestamp,
+//! sent again while it times out, for up to [`RESEND_WITHIN`]. Every batch kith sends sets
+//! values, so sending it again is applying it once; what the batch log no longer covers
+//! meanwhile is this kith server dying between the writes of one batch (a second fault
+//! while the first lasts).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use kith_store::Error as StoreError;
@@ -26,33 +27,72 @@ use scylla::statement::batch::{Batch, BatchType};
 
 use crate::error::driver;
 
-/// How long a batch-log timeout sends logged batches unlogged.
+/// How long after a batch-log timeout one batch tries the batch log again.
 const DOWN_FOR: Duration = Duration::from_secs(5);
 /// How long an unlogged batch standing in for a logged one is sent again while it times out.
 const RESEND_WITHIN: Duration = Duration::from_secs(8);
 
-/// Until when (milliseconds since this process's first use) the batch log counts as down.
+/// Until when (milliseconds since this process's first use) the batch log counts as down;
+/// 0 while it has never been.
 static DOWN_UNTIL_MS: AtomicU64 = AtomicU64::new(0);
+/// Whether a batch is trying the batch log again after it was down.
+static PROBING: AtomicBool = AtomicBool::new(false);
 
 fn since_start_ms() -> u64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_millis() as u64
+    START.get_or_init(std::time::Instant::now).elapsed().as_millis() as u64 + 1
 }
 
-/// Whether logged batches go unlogged now.
-pub(super) fn down() -> bool {
-    since_start_ms() < DOWN_UNTIL_MS.load(Ordering::Relaxed)
+/// How a logged batch is sent now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    Logged,
+    /// Logged, the one batch trying the batch log again after it was down.
+    Probe,
+    Unlogged,
+}
+
+/// Unlogged while a node the driver uses has no open connection (killed, or dropped for
+/// missing keepalives) or for [`DOWN_FOR`] after a batch-log timeout; then one batch at a
+/// time tries the batch log again while the others go on unlogged.
+pub(super) fn mode(session: &Session) -> Mode {
+    let state = session.get_cluster_state();
+    if state.get_nodes_info().iter().any(|n| n.is_enabled() && !n.is_connected()) {
+        return Mode::Unlogged;
+    }
+    let until = DOWN_UNTIL_MS.load(Ordering::Relaxed);
+    if until == 0 {
+        Mode::Logged
+    } else if since_start_ms() < until || PROBING.swap(true, Ordering::AcqRel) {
+        Mode::Unlogged
+    } else {
+        Mode::Probe
+    }
+}
+
+/// A probe's batch log was written: logged batches again.
+pub(super) fn up() {
+    if DOWN_UNTIL_MS.swap(0, Ordering::Relaxed) != 0 {
+        eprintln!("kith cassandra: batch log writes go through again: logged batches again");
+    }
+    PROBING.store(false, Ordering::Release);
+}
+
+/// A probe failed otherwise: the next batch probes again.
+pub(super) fn probe_failed() {
+    PROBING.store(false, Ordering::Release);
 }
 
 pub(super) fn mark_down() {
     let until = since_start_ms() + DOWN_FOR.as_millis() as u64;
-    if DOWN_UNTIL_MS.fetch_max(until, Ordering::Relaxed) <= since_start_ms() {
+    if DOWN_UNTIL_MS.fetch_max(until, Ordering::Relaxed) == 0 {
         eprintln!(
             "kith cassandra: a batch log write timed out (a node down and not yet convicted): \
-             sending logged batches unlogged for {} s",
+             sending logged batches unlogged until one goes through logged, tried every {} s",
             DOWN_FOR.as_secs()
         );
     }
+    PROBING.store(false, Ordering::Release);
 }
 
 /// Whether a logged batch failed writing its batch log (so applied nothing).

@@ -436,12 +436,23 @@ impl Writes {
             session.batch(&self.batch, &self.values).await.map_err(|e| driver(what, e))?;
             return Ok(());
         }
-        if !batchlog::down() {
+        let mode = batchlog::mode(session);
+        if mode != batchlog::Mode::Unlogged {
             match session.batch(&self.batch, &self.values).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    if mode == batchlog::Mode::Probe {
+                        batchlog::up();
+                    }
+                    return Ok(());
+                }
                 // The batch log could not be written: nothing was applied.
                 Err(e) if batchlog::timed_out(&e) => batchlog::mark_down(),
-                Err(e) => return Err(driver(what, e)),
+                Err(e) => {
+                    if mode == batchlog::Mode::Probe {
+                        batchlog::probe_failed();
+                    }
+                    return Err(driver(what, e));
+                }
             }
         }
         batchlog::unlogged(session, &self.batch, &self.values, what).await

@@ -35,6 +35,43 @@ pub struct Applied<T> {
 /// (1) nor unchanged (0) yet. A nonce follows it, so that two attempts' claims differ.
 const CLAIMED: u8 = 2;
 
+/// The results of a keyed follow or unfollow the store refused (409 `already_following`,
+/// 404 `not_following`), each followed by the target: recorded, so that every attempt with
+/// the key gets the refusal and none applies the write later.
+const REFUSED_FOLLOWING: u8 = 3;
+const REFUSED_NOT_FOLLOWING: u8 = 4;
+
+/// How long an attempt that finds another's claim of its follow or unfollow key waits for
+/// that attempt's answer before doing the write itself.
+const OTHER_ATTEMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The record of a refused follow or unfollow, if `e` is one.
+fn refusal(e: &Error) -> Option<Vec<u8>> {
+    let (tag, target) = match e {
+        Error::Store(kith_store::Error::AlreadyFollowing { target, .. }) => {
+            (REFUSED_FOLLOWING, target)
+        }
+        Error::Store(kith_store::Error::NotFollowing { target, .. }) => {
+            (REFUSED_NOT_FOLLOWING, target)
+        }
+        _ => return None,
+    };
+    let mut r = vec![tag];
+    r.extend_from_slice(&target.to_le_bytes());
+    Some(r)
+}
+
+/// The refusal a follow or unfollow record holds, if it holds one.
+fn refused(uid: u64, first: &[u8]) -> Option<Error> {
+    let (&tag, t) = first.split_first()?;
+    let target = u64::from_le_bytes(t.try_into().ok()?);
+    match tag {
+        REFUSED_FOLLOWING => Some(kith_store::Error::AlreadyFollowing { uid, target }.into()),
+        REFUSED_NOT_FOLLOWING => Some(kith_store::Error::NotFollowing { uid, target }.into()),
+        _ => None,
+    }
+}
+
 /// A claim's result: [`CLAIMED`] and a nonce unique to the attempt.
 fn claimed_marker() -> Vec<u8> {
     use std::hash::{BuildHasher, Hasher};
@@ -144,15 +181,23 @@ impl Feed {
         let _guard = self.key_stripe(&key)?.lock().await;
         let t: Vec<u8> = targets.iter().flat_map(|t| t.to_le_bytes()).collect();
         let fp = fingerprint(&[b"follow", &uid.to_le_bytes(), &t]);
-        let Some(claimed) = self.claim_unless_done(&key, fp).await? else {
-            // As the first attempt would have: a retry repairs what failed after the store.
-            self.invalidate_followees(uid).await;
-            self.backfill(uid, &targets).await?;
-            return Ok(Applied { value: (), replayed: true });
+        let claimed = match self.claim_or_answer(&key, fp, uid).await? {
+            Some(claimed) => claimed,
+            None => {
+                // As the first attempt would have: a retry repairs what failed after the
+                // store.
+                self.invalidate_followees(uid).await;
+                self.backfill(uid, &targets).await?;
+                return Ok(Applied { value: (), replayed: true });
+            }
         };
-        let record = self.record(key, fp, Vec::new());
+        let record = self.record(key.clone(), fp, Vec::new());
         if !self.shared_store() {
-            self.follow_recording(uid, targets, Some(record)).await?;
+            let stored = self.follow_recording(uid, targets, Some(record)).await;
+            if let Err(e) = &stored {
+                self.record_refusal(&key, fp, e).await?;
+            }
+            stored?;
             return Ok(Applied { value: (), replayed: false });
         }
         match self.follow_recording(uid, targets.clone(), None).await {
@@ -160,7 +205,11 @@ impl Feed {
             Err(Error::Store(kith_store::Error::AlreadyFollowing { .. })) if claimed => {
                 self.backfill(uid, &targets).await?
             }
-            r => r?,
+            Err(e) => {
+                self.record_refusal(&key, fp, &e).await?;
+                return Err(e);
+            }
+            Ok(()) => {}
         }
         self.finish(record).await?;
         Ok(Applied { value: (), replayed: claimed })
@@ -179,18 +228,26 @@ impl Feed {
         };
         let _guard = self.key_stripe(&key)?.lock().await;
         let fp = fingerprint(&[b"unfollow", &uid.to_le_bytes(), &target.to_le_bytes()]);
-        let Some(claimed) = self.claim_unless_done(&key, fp).await? else {
+        let Some(claimed) = self.claim_or_answer(&key, fp, uid).await? else {
             self.invalidate_followees(uid).await;
             return Ok(Applied { value: (), replayed: true });
         };
-        let record = self.record(key, fp, Vec::new());
+        let record = self.record(key.clone(), fp, Vec::new());
         if !self.shared_store() {
-            self.unfollow_recording(uid, target, Some(record)).await?;
+            let stored = self.unfollow_recording(uid, target, Some(record)).await;
+            if let Err(e) = &stored {
+                self.record_refusal(&key, fp, e).await?;
+            }
+            stored?;
             return Ok(Applied { value: (), replayed: false });
         }
         match self.unfollow_recording(uid, target, None).await {
             Err(Error::Store(kith_store::Error::NotFollowing { .. })) if claimed => {}
-            r => r?,
+            Err(e) => {
+                self.record_refusal(&key, fp, &e).await?;
+                return Err(e);
+            }
+            Ok(()) => {}
         }
         self.finish(record).await?;
         Ok(Applied { value: (), replayed: claimed })
@@ -242,6 +299,38 @@ impl Feed {
         }
     }
 
+    /// [`Feed::claim_unless_done`] for a follow or unfollow: a recorded refusal is answered
+    /// again (`Err`), and a claim another attempt holds is waited on for its answer, up to
+    /// [`OTHER_ATTEMPT_WAIT`], so that all attempts with one key answer alike (`Some(true)`:
+    /// it did not answer in time, this attempt does the write).
+    async fn claim_or_answer(&self, key: &str, fp: u64, uid: u64) -> Result<Option<bool>> {
+        let deadline = tokio::time::Instant::now() + OTHER_ATTEMPT_WAIT;
+        loop {
+            let claimed = self.claim_unless_done(key, fp).await?;
+            if claimed.is_none() || claimed == Some(false) {
+                if claimed.is_none() {
+                    let first = self.recorded(key, fp).await?.unwrap_or_default();
+                    if let Some(e) = refused(uid, &first) {
+                        return Err(e);
+                    }
+                }
+                return Ok(claimed);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(claimed);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Records `e`, if it is a refusal, under the key, so later attempts answer it too.
+    async fn record_refusal(&self, key: &str, fp: u64, e: &Error) -> Result<()> {
+        if let Some(r) = refusal(e) {
+            self.finish(self.record(key.to_string(), fp, r)).await?;
+        }
+        Ok(())
+    }
+
     /// Stores a write's finished record over its claim.
     async fn finish(&self, record: IdempotencyRecord) -> Result<()> {
         let engine = self.engine.clone();
@@ -261,5 +350,24 @@ mod tests {
         assert!(check_key("").is_err());
         assert!(check_key("a b").is_err());
         assert!(check_key(&"k".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn refusals_are_recorded_and_answered_again() {
+        let e: Error = kith_store::Error::AlreadyFollowing { uid: 1, target: 9 }.into();
+        let r = refusal(&e).unwrap();
+        assert!(matches!(
+            refused(1, &r),
+            Some(Error::Store(kith_store::Error::AlreadyFollowing { uid: 1, target: 9 }))
+        ));
+        let e: Error = kith_store::Error::NotFollowing { uid: 1, target: u64::MAX }.into();
+        assert!(matches!(
+            refused(1, &refusal(&e).unwrap()),
+            Some(Error::Store(kith_store::Error::NotFollowing { target: u64::MAX, .. }))
+        ));
+        // Successes and claims are not refusals.
+        assert!(refused(1, &[]).is_none());
+        assert!(refused(1, &claimed_marker()).is_none());
+        assert!(refusal(&kith_store::Error::UnknownUser(3).into()).is_none());
     }
 }
