@@ -34,8 +34,8 @@ const INTENT_GRACE_MS: u64 = 1_000;
 const INTENT_DONE_MS: u64 = 60_000;
 /// How long an edit goes on sending its index writes that time out.
 const INDEX_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
-/// Users whose counts are read at once.
-const COUNT_CONCURRENCY: usize = 32;
+/// Requests one follow edit or count read has in flight at once (intents, edge reads, counts).
+const CONCURRENCY: usize = 32;
 
 /// One edge's state as stored: whether it is on, and the timestamp it was set at.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,7 +50,7 @@ impl CassandraStore {
     pub(crate) async fn degrees(&self, uids: &[u64]) -> Result<Vec<Degree>> {
         futures_util::stream::iter(uids.to_vec())
             .map(|u| self.degree_of(u))
-            .buffered(COUNT_CONCURRENCY)
+            .buffered(CONCURRENCY)
             .try_collect()
             .await
     }
@@ -142,25 +142,29 @@ impl CassandraStore {
     async fn intend(&self, uid: u64, targets: &[u64]) -> Result<Vec<(u64, u64, i64)>> {
         let nonce = i(rand_nonce());
         let at = i(now_ms());
-        let mut out = Vec::with_capacity(targets.len());
-        for &t in targets {
-            self.session()
-                .execute_unpaged(&self.fixed.intent_put, (key(t), key(uid), nonce, at))
-                .await
-                .map_err(|e| driver("storing a follow intent", e))?;
-            out.push((t, uid, nonce));
-        }
-        Ok(out)
+        futures_util::stream::iter(targets.to_vec())
+            .map(|t| async move {
+                self.session()
+                    .execute_unpaged(&self.fixed.intent_put, (key(t), key(uid), nonce, at))
+                    .await
+                    .map_err(|e| driver("storing a follow intent", e))?;
+                Ok::<_, StoreError>((t, uid, nonce))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await
     }
 
     /// Removes finished intents; one left behind is removed by a later repair.
     async fn forget(&self, intents: &[(u64, u64, i64)]) {
-        for &(t, uid, nonce) in intents {
-            let _ = self
-                .session()
-                .execute_unpaged(&self.fixed.intent_del, (key(t), key(uid), nonce))
-                .await;
-        }
+        futures_util::stream::iter(intents.to_vec())
+            .for_each_concurrent(CONCURRENCY, |(t, uid, nonce)| async move {
+                let _ = self
+                    .session()
+                    .execute_unpaged(&self.fixed.intent_del, (key(t), key(uid), nonce))
+                    .await;
+            })
+            .await;
     }
 
     /// Before a read of `target`'s followers: finishes the index rows of its edges with an
@@ -246,9 +250,16 @@ impl CassandraStore {
         let mut pause = std::time::Duration::from_millis(50);
         loop {
             let sent = async {
+                let states: Vec<(u64, EdgeState)> =
+                    futures_util::stream::iter(targets.to_vec())
+                        .map(|t| async move {
+                            Ok::<_, StoreError>((t, self.edge(uid, t, false).await?))
+                        })
+                        .buffered(CONCURRENCY)
+                        .try_collect()
+                        .await?;
                 let mut w = Writes::logged();
-                for &t in targets {
-                    let state = self.edge(uid, t, false).await?;
+                for (t, state) in states {
                     self.push_index(&mut w, uid, t, state);
                 }
                 if let Some((author, token)) = repush {

@@ -181,15 +181,11 @@ impl Feed {
         let _guard = self.key_stripe(&key)?.lock().await;
         let t: Vec<u8> = targets.iter().flat_map(|t| t.to_le_bytes()).collect();
         let fp = fingerprint(&[b"follow", &uid.to_le_bytes(), &t]);
-        let claimed = match self.claim_or_answer(&key, fp, uid).await? {
-            Some(claimed) => claimed,
-            None => {
-                // As the first attempt would have: a retry repairs what failed after the
-                // store.
-                self.invalidate_followees(uid).await;
-                self.backfill(uid, &targets).await?;
-                return Ok(Applied { value: (), replayed: true });
-            }
+        let Some(claimed) = self.claim_or_answer(&key, fp, uid).await? else {
+            // As the first attempt would have: a retry repairs what failed after the store.
+            self.invalidate_followees(uid).await;
+            self.backfill(uid, &targets).await?;
+            return Ok(Applied { value: (), replayed: true });
         };
         let record = self.record(key.clone(), fp, Vec::new());
         if !self.shared_store() {
