@@ -238,7 +238,10 @@ fn stage(a: &ClusterArgs, dir: PathBuf) -> Result<Stage> {
     let lfr =
         kith_graph::generate::LfrConfig { nodes: a.users, seed: a.seed, ..Default::default() };
     let graph = kith_graph::generate::lfr(&lfr)?.graph.to_undirected();
-    let keyspace = format!("trial_s{}", a.seed);
+    // Its own keyspace and Redis prefix per invocation: a keyspace made again under the
+    // name an earlier invocation dropped, and that invocation's cached lists under the same
+    // prefix, gave later invocations on one cluster reads nothing of theirs wrote.
+    let keyspace = format!("trial_s{}_{}", a.seed, std::process::id());
     rig.load(&graph, &keyspace)?;
     let mut users: Vec<u64> = (0..graph.num_nodes() as u32).map(|v| graph.original_id(v)).collect();
     users.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(a.seed));

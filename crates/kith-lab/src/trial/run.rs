@@ -113,7 +113,7 @@ pub fn one(
         vec!["--feed".into(), feed.clone(), "--cache".into(), cache.clone()];
     // A low threshold, so hybrid feeds pull some hot authors and push the rest.
     args.extend(["--celebrity-threshold".into(), "4".into()]);
-    let mut servers = start_servers(stage, &tag, &args)?;
+    let mut servers = start_servers(stage, &format!("{}_{tag}", stage.keyspace), &args)?;
     let plan = Arc::new(Plan {
         users: stage.playground.clone(),
         hot: config.hot,
