@@ -9,8 +9,10 @@
 //!
 //! A failed invalidation of a friend or followee list, or a failed push to a timeline, leaves an entry
 //! in Redis that is older than what this server acknowledged. The users are remembered here
-//! and their entries are read as misses until a later write replaces or deletes them
-//! (**invariant: a list or timeline whose update failed is never served**). Past
+//! and their entries are read as misses until a later write replaces or deletes them, or
+//! the probe deletes them once Redis is back, so that no server sharing the cache serves
+//! them either (**invariant: a list or timeline whose update failed is never served by
+//! this server, and is deleted from Redis before its circuit closes**). Past
 //! [`MAX_STALE`] users the sets stop growing: then no friend list is served until every
 //! list cached before the failure has expired, and the circuit stays open until every
 //! timeline has been dropped.
@@ -181,6 +183,19 @@ impl Health {
         }
     }
 
+    /// Takes up to `n` users whose timeline missed a push out of the set, to delete their
+    /// timelines when Redis is back (so no server of a shared cache serves them); the
+    /// caller puts them back with [`Self::timelines_stale`] if the deletion fails. A push
+    /// that fails after they were taken marks its users again, for the next round.
+    pub(super) fn take_stale_timelines(&self, n: usize) -> Vec<u64> {
+        let mut s = self.lock();
+        let some: Vec<u64> = s.stale_timelines.iter().take(n).copied().collect();
+        for u in &some {
+            s.stale_timelines.remove(u);
+        }
+        some
+    }
+
     /// Whether the user's timeline must not be served.
     pub(super) fn is_timeline_stale(&self, uid: u64) -> bool {
         let s = self.lock();
@@ -230,6 +245,11 @@ mod tests {
         h.timelines_dropped(n);
         assert!(h.close());
         assert!(h.check().is_ok() && !h.is_timeline_stale(5));
+        h.timelines_stale(&[7, 8]);
+        let mut taken = h.take_stale_timelines(10);
+        taken.sort_unstable();
+        assert_eq!(taken, [7, 8]);
+        assert!(!h.is_timeline_stale(7) && h.take_stale_timelines(10).is_empty());
     }
 
     #[test]

@@ -123,6 +123,8 @@ async fn a_failed_friend_invalidation_is_never_served_stale() {
 async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
     let server = RedisServer::start();
     let b = connect(server.url()).await;
+    // Another server sharing the cache: it knows nothing of `b`'s failed push.
+    let other = connect(server.url()).await;
     b.timeline_finish(1, &[10], 0, 100).await.unwrap();
     // Out of memory with noeviction: Redis refuses writes that grow the data, so the push
     // of post 11 is lost while the timeline still reads as complete.
@@ -136,7 +138,10 @@ async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
     assert!(!matches!(read, Ok(Some(_))), "served a timeline that missed a push: {read:?}");
     assert_eq!(server.command(&["CONFIG", "SET", "maxmemory", "0"]), "OK");
     until_healthy(&b, Duration::from_secs(5)).await;
-    // Redis serves again, but that timeline is still a miss until a build begins.
+    // Redis serves again; the probe deleted that timeline before closing the circuit, so
+    // no server serves it, and it is a miss until a build begins.
+    assert_eq!(server.command(&["EXISTS", "kith-fault-test:t:{1}"]), "0");
+    assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
     b.timeline_begin(1).await.unwrap();
     b.timeline_finish(1, &[11, 10], 0, 100).await.unwrap();

@@ -120,8 +120,8 @@ impl Shared {
     }
 
     /// A write (so a Redis that answers but refuses writes stays unavailable), then the
-    /// repairs: stale friend lists deleted, and every timeline dropped if too many missed
-    /// pushes to remember.
+    /// repairs: stale friend and followee lists and timelines deleted, and every timeline
+    /// dropped if too many missed pushes to remember.
     async fn recover(&self) -> RedisResult<()> {
         let mut con = self.con.clone();
         let mut probe = redis::cmd("SET");
@@ -145,6 +145,16 @@ impl Shared {
                 self.health.lists_fresh(list, &uids);
             }
         }
+        for _ in 0..=MAX_STALE / REPAIR_BATCH {
+            let uids = self.health.take_stale_timelines(REPAIR_BATCH);
+            if uids.is_empty() {
+                break;
+            }
+            if let Err(e) = self.bounded("drop timelines", self.drop_timelines_of(&uids)).await {
+                self.health.timelines_stale(&uids);
+                return Err(e);
+            }
+        }
         if !self.masters().is_empty() {
             // Every slot served, as the cluster sees itself.
             let info: String = self
@@ -163,6 +173,18 @@ impl Shared {
             self.health.timelines_dropped(loss);
         }
         Ok(())
+    }
+
+    /// Deletes these users' timelines: a timeline that missed a push (or a follow's
+    /// backfill) here is otherwise served by every other server sharing the cache.
+    async fn drop_timelines_of(&self, uids: &[u64]) -> RedisResult<()> {
+        let cmds = uids.iter().map(|&u| {
+            let key = self.timeline_key(u);
+            let mut cmd = redis::cmd("UNLINK");
+            cmd.arg(&key);
+            (key, cmd)
+        });
+        self.per_master(cmds.collect(), "", false).await
     }
 
     /// Deletes every timeline under the prefix: on each master of a cluster, or on the
