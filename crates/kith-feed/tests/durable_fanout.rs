@@ -164,3 +164,46 @@ fn a_re_push_owed_by_an_unfollow_survives_a_crash() {
     }
     rt.block_on(feed.shutdown()).unwrap();
 }
+
+/// A follow whose backfill and followee-list invalidation Redis refuses (scripts denied: not
+/// an outage) leaves nothing stale for another server sharing the cache: the server that
+/// failed stops trusting Redis until it has deleted the follower's timeline and list, and
+/// the other builds them again from the store.
+#[test]
+fn a_follow_whose_backfill_failed_leaves_no_timeline_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_store(dir.path(), 4);
+    let redis = RedisServer::start();
+    let config = FeedConfig {
+        cache: CacheMode::Aside,
+        ..config(&redis, &prefix("backfill"), Strategy::Push)
+    };
+    let rt = runtime();
+    let engine: std::sync::Arc<dyn kith_store::Engine> = std::sync::Arc::new(
+        kith_store::Store::open(&path, &kith_store::OpenOptions::default()).unwrap(),
+    );
+    let registry = prometheus::Registry::new();
+    let open = |journal: &str| {
+        let (engine, journal) = (engine.clone(), dir.path().join(journal));
+        rt.block_on(kith_feed::Feed::open(engine, journal, config.clone(), &registry)).unwrap()
+    };
+    let (a, b) = (open("journal-a"), open("journal-b"));
+    rt.block_on(a.post(0, "earlier".into())).unwrap();
+    rt.block_on(a.drain());
+    // Server b builds 1's timeline (empty: 1 follows nobody yet).
+    assert!(feed_contents(&rt, &b, 1).is_empty());
+    redis.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
+    rt.block_on(a.follow(1, vec![0])).expect("the follow is stored; the backfill is the cache's");
+    // Server a no longer trusts the entries it failed to update, and says so until it has
+    // deleted them from Redis.
+    assert!(a.cache_failure().is_some(), "a trusts a cache that refused its updates");
+    redis.command(&["ACL", "SETUSER", "default", "+evalsha", "+eval"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while a.cache_failure().is_some() {
+        assert!(std::time::Instant::now() < deadline, "a never trusted Redis again");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(feed_contents(&rt, &b, 1), ["earlier"], "served the timeline without the backfill");
+    rt.block_on(a.shutdown()).unwrap();
+    rt.block_on(b.shutdown()).unwrap();
+}

@@ -132,6 +132,9 @@ struct Stats {
     cache_bytes_used: Option<u64>,
     hit_rate: serde_json::Value,
     fanout_queue_depth: i64,
+    /// Posts this server handed out whose fan-out has not reached every timeline yet
+    /// (queued, running, or failed and waiting for its retry).
+    fanout_unfinished: usize,
     writeback_pending: usize,
     /// Posts of any server waiting in the shared write-back (Redis Cluster), if readable.
     writeback_waiting: Option<u64>,
@@ -166,6 +169,7 @@ async fn stats_of(s: &AppState) -> Stats {
         cache_bytes_used: s.feed.cache_bytes_used(),
         hit_rate: hit_rate.into(),
         fanout_queue_depth: s.feed.fanout_depth(),
+        fanout_unfinished: s.feed.fanout_unfinished(),
         writeback_pending: s.feed.pending_posts(),
         writeback_waiting: s.feed.waiting_posts().await.ok(),
         journal_appends: s.feed.journal_counts().0,

@@ -268,7 +268,8 @@ impl Local {
         floor: u64,
         cap: usize,
     ) -> Result<()> {
-        let (t, weighed) = self.timeline_or_new(uid);
+        // Dropped or evicted since the build began: pushes made since skipped it.
+        let Some((t, weighed)) = self.timeline(uid) else { return Ok(()) };
         let len = {
             let mut g = lock(&t);
             g.finish(ids, floor, cap);
@@ -290,6 +291,10 @@ impl Local {
             }
         }
         Ok(())
+    }
+
+    pub(super) fn timeline_drop(&self, uid: u64) {
+        self.cache.invalidate(&Key::Timeline(uid));
     }
 
     pub(super) fn timeline_remove(&self, uid: u64, ids: &[u64]) -> Result<()> {

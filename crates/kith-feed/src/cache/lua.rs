@@ -48,8 +48,10 @@ redis.call('ZADD', KEYS[1], 'NX', -2, 'b')
 return 1
 ";
 
-/// KEYS[1] the timeline; ARGV: cap, floor, then the ids.
+/// KEYS[1] the timeline; ARGV: cap, floor, then the ids. Does nothing unless the timeline
+/// is still being built: one dropped meanwhile skipped the pushes made since.
 pub(super) const LUA_FINISH: &str = r"
+if not redis.call('ZSCORE', KEYS[1], 'b') then return 0 end
 for i = 3, #ARGV do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i]) end
 redis.call('ZREM', KEYS[1], 'b')
 local floor = tonumber(ARGV[2])

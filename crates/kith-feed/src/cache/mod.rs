@@ -249,7 +249,8 @@ impl Backend {
     }
 
     /// Completes a build: adds `ids` (the newest posts, complete down to `floor`; 0 = all),
-    /// trims to `cap` and sets the floor.
+    /// trims to `cap` and sets the floor. A timeline dropped or evicted since the build
+    /// began (pushes skipped it meanwhile) stays dropped.
     pub async fn timeline_finish(
         &self,
         uid: u64,
@@ -281,6 +282,20 @@ impl Backend {
                 "write-back shared by several servers needs a Redis Cluster (--redis-cluster)"
                     .into(),
             )),
+        }
+    }
+
+    /// Drops a user's timeline (it is built again from the store when next read), after an
+    /// update it should have had failed. Never fails: where Redis cannot take the
+    /// deletion now, the timeline is read as a miss here and deleted once Redis is back.
+    pub async fn timeline_drop(&self, uid: u64) {
+        match self {
+            Backend::Local(l) => l.timeline_drop(uid),
+            Backend::Redis(r) => {
+                if let Err(e) = r.timeline_drop(uid).await {
+                    self.carried_on("dropping a timeline", &e);
+                }
+            }
         }
     }
 

@@ -135,6 +135,7 @@ async fn only_friend_lists_expire() {
     for b in all.both() {
         fill(b, 5, &[1, 2]).await;
         b.put_posts(&[post(1)]).await.unwrap();
+        b.timeline_begin(1).await.unwrap();
         b.timeline_finish(1, &[1], 0, 10).await.unwrap();
         assert!(b.get_friends(5).await.unwrap().is_some(), "{}", b.name());
     }
@@ -161,6 +162,7 @@ async fn timelines_keep_their_floor() {
         b.timeline_add(&[1], &[20], 3).await.unwrap();
         assert_eq!(read(b, 1, u64::MAX, 10).await, None, "{name}");
         // Trimming to three drops 10..=13, which raises the floor to the oldest kept.
+        b.timeline_begin(1).await.unwrap();
         b.timeline_finish(1, &[15, 14, 13, 12, 11, 10], 10, 3).await.unwrap();
         assert_eq!(read(b, 1, u64::MAX, 10).await, Some((vec![20, 15, 14], 14)), "{name}");
         // A push below the floor is not taken; one above trims and raises the floor.
@@ -195,10 +197,20 @@ async fn timelines_being_built_and_finished_without_begin() {
         b.timeline_add(&[2], &[1, 2, 3, 4], 2).await.unwrap();
         b.timeline_finish(2, &[], 0, 2).await.unwrap();
         assert_eq!(read(b, 2, u64::MAX, 10).await, Some((vec![4, 3], 0)), "{name}");
-        // A build may finish a timeline that was evicted (or never begun).
+        // A build finishes nothing if its timeline was dropped (or evicted) meanwhile:
+        // pushes made since then skipped it, so the build's ids may lack them.
+        b.timeline_begin(3).await.unwrap();
+        b.timeline_drop(3).await;
+        b.timeline_add(&[3], &[9], 5).await.unwrap();
         b.timeline_finish(3, &[8, 7], 7, 5).await.unwrap();
-        assert_eq!(read(b, 3, u64::MAX, 10).await, Some((vec![8, 7], 7)), "{name}");
+        assert_eq!(read(b, 3, u64::MAX, 10).await, None, "{name}");
+        b.timeline_begin(3).await.unwrap();
+        b.timeline_finish(3, &[9, 8, 7], 7, 5).await.unwrap();
+        assert_eq!(read(b, 3, u64::MAX, 10).await, Some((vec![9, 8, 7], 7)), "{name}");
+        b.timeline_drop(3).await;
+        assert_eq!(read(b, 3, u64::MAX, 10).await, None, "{name}");
         // An empty complete timeline is a hit with its floor.
+        b.timeline_begin(4).await.unwrap();
         b.timeline_finish(4, &[], 50, 5).await.unwrap();
         assert_eq!(read(b, 4, u64::MAX, 10).await, Some((vec![], 50)), "{name}");
     }
@@ -212,6 +224,7 @@ async fn fan_out_to_many_timelines() {
     for b in all.both() {
         let name = b.name();
         for uid in [100, 700, 1_199] {
+            b.timeline_begin(uid).await.unwrap();
             b.timeline_finish(uid, &[uid], 0, 4).await.unwrap();
         }
         b.timeline_add(&followers, &[5_000, 5_001], 4).await.unwrap();
@@ -237,6 +250,7 @@ async fn in_process_bytes_are_weighed() {
     assert_eq!(b.bytes(), Some(post_bytes + 72 + 64));
     // Twenty ids are more than twice what the empty timeline was weighed at.
     let ids: Vec<u64> = (1..=20).collect();
+    b.timeline_begin(9).await.unwrap();
     b.timeline_finish(9, &ids, 1, 100).await.unwrap();
     assert_eq!(b.bytes(), Some(post_bytes + 72 + 64 + 16 * 20));
     // Growing by less than double keeps the old weight.
@@ -284,6 +298,7 @@ async fn redis_keys_scores_and_markers() {
     let t = format!("{p}:t:{{1}}");
     let members: Vec<(String, f64)> = con.zrange_withscores(&t, 0, -1).await.unwrap();
     assert_eq!(members, vec![("b".to_string(), -2.0)]);
+    b.timeline_begin(1).await.unwrap();
     b.timeline_finish(1, &[12, 11, 10], 10, 2).await.unwrap();
     let members: Vec<(String, f64)> = con.zrange_withscores(&t, 0, -1).await.unwrap();
     let want = [("f11", -1.0), ("11", 11.0), ("12", 12.0)];

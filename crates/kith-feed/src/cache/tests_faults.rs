@@ -125,6 +125,7 @@ async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
     let b = connect(server.url()).await;
     // Another server sharing the cache: it knows nothing of `b`'s failed push.
     let other = connect(server.url()).await;
+    b.timeline_begin(1).await.unwrap();
     b.timeline_finish(1, &[10], 0, 100).await.unwrap();
     // Out of memory with noeviction: Redis refuses writes that grow the data, so the push
     // of post 11 is lost while the timeline still reads as complete.
@@ -186,6 +187,7 @@ async fn a_cluster_failover_drops_what_the_new_master_may_hold_stale() {
     // Users on every master: a timeline, a friend list and a followee list each.
     let users: Vec<u64> = (1..=30).collect();
     for &u in &users {
+        b.timeline_begin(u).await.unwrap();
         b.timeline_finish(u, &[100 + u], 0, 10).await.unwrap();
         let version = b.friends_version(u).await.unwrap();
         b.put_friends(u, Arc::from([u + 1]), &version).await.unwrap();
@@ -224,6 +226,7 @@ async fn a_cluster_failover_drops_what_the_new_master_may_hold_stale() {
     assert_eq!(b.timeline_read(kept, u64::MAX, 10).await.unwrap(), Some((vec![100 + kept], 0)));
     assert_eq!(b.get_followees(kept).await.unwrap().as_deref(), Some(&[kept + 2][..]));
     // Rebuilt as usual afterwards.
+    b.timeline_begin(1).await.unwrap();
     b.timeline_finish(1, &[101], 0, 10).await.unwrap();
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![101], 0)));
 }

@@ -24,8 +24,9 @@ const RENEW_EVERY: Duration = Duration::from_secs(1);
 const ORPHANS_EVERY: Duration = Duration::from_secs(2);
 /// How often the keeper has the store finish follow edits left half done.
 const REPAIR_EVERY: Duration = Duration::from_secs(1);
-/// The longest wait between retries of failed fan-out.
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest wait between retries of failed fan-out: timelines lag the store by about
+/// this much after an outage of the store or the cache ends.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 impl Feed {
     pub(super) async fn enqueue(&self, job: FanJob) {

@@ -38,27 +38,36 @@ impl Feed {
         // Whatever the store answered: a write that failed after its batch applied, or one
         // found done already, may have changed the list all the same.
         self.invalidate_followees(uid).await;
+        if stored.is_err() && self.config.strategy != Strategy::Pull {
+            // Applied or not, it was not backfilled: the timeline is built again if it was.
+            self.backend.timeline_drop(uid).await;
+        }
         stored?;
         self.backfill(uid, &targets).await
     }
 
-    /// Adds the pushed targets' recent posts to the user's timeline. Idempotent, so a
-    /// retried follow (answered from its idempotency record) runs it again, repairing a
-    /// backfill that failed after the follow was stored.
+    /// Adds the pushed targets' recent posts to the user's timeline. The follow is stored
+    /// already, so nothing here fails it: where the backfill fails (reading the targets'
+    /// posts, or the cache), the user's timeline is dropped instead, and built again from
+    /// the store when next read (**invariant: no timeline is served without the backfill
+    /// of a stored follow**).
     pub(super) async fn backfill(&self, uid: u64, targets: &[u64]) -> Result<()> {
-        if self.config.strategy != Strategy::Pull {
-            for &t in targets {
-                if self.pushed(t).await? {
-                    let ids = self.author_recent(t).await?;
-                    // The follow is stored: a cache failure here must not fail it. A timeline
-                    // that missed the backfill is marked stale by the backend and rebuilt from
-                    // the store when next read.
-                    let cap = self.config.timeline_len;
-                    if let Err(e) = self.backend.timeline_add(&[uid], &ids, cap).await {
-                        self.metrics.cache_errors.inc();
-                        self.backend.carried_on("a follow's timeline backfill", &e);
-                    }
-                }
+        if self.config.strategy == Strategy::Pull {
+            return Ok(());
+        }
+        if let Err(e) = self.try_backfill(uid, targets).await {
+            self.metrics.cache_errors.inc();
+            self.backend.carried_on("a follow's timeline backfill", &e);
+            self.backend.timeline_drop(uid).await;
+        }
+        Ok(())
+    }
+
+    async fn try_backfill(&self, uid: u64, targets: &[u64]) -> Result<()> {
+        for &t in targets {
+            if self.pushed(t).await? {
+                let ids = self.author_recent(t).await?;
+                self.backend.timeline_add(&[uid], &ids, self.config.timeline_len).await?;
             }
         }
         Ok(())

@@ -205,12 +205,14 @@ fn cluster(a: ClusterArgs) -> Result<()> {
             eprintln!("trial: {} run {}", nemesis.name(), run + 1);
             let r = run::one(&config, &mut stage, nemesis, run)?;
             eprintln!(
-                "trial: {} run {}: {} anomalies {:?}, unknown {:.2} %",
+                "trial: {} run {}: {} anomalies {:?}, unknown {:.2} %, background work {}",
                 nemesis.name(),
                 run + 1,
                 r.anomalies.total(),
                 r.anomalies.counts.iter().filter(|(_, n)| **n > 0).collect::<Vec<_>>(),
-                r.unknown_share * 100.0
+                r.unknown_share * 100.0,
+                r.background_s
+                    .map_or("left after the limit".into(), |s| format!("done in {s:.1} s"))
             );
             done.push(r);
             write(&a, &out, &done)?;

@@ -101,6 +101,38 @@ pub fn pulls(engine: &dyn Engine, users: &[u64], state: &mut State) -> Result<()
     Ok(())
 }
 
+/// Waits until no server has background work left (fan-out queued, running or waiting for
+/// a retry; posts pending or waiting in write-back), polling `/stats`, for at most `limit`.
+/// Returns how long that took, or `None` if work was left at the limit (or a server never
+/// answered), which the feeds' verdicts then show.
+pub async fn background_done(servers: &[String], limit: Duration) -> Option<f64> {
+    let http = reqwest::Client::new();
+    let start = std::time::Instant::now();
+    loop {
+        let mut idle = true;
+        for base in servers {
+            let stats: Option<serde_json::Value> =
+                match http.get(format!("{base}/stats")).timeout(limit).send().await {
+                    Ok(r) => r.json().await.ok(),
+                    Err(_) => None,
+                };
+            idle &= stats.is_some_and(|s| {
+                ["fanout_queue_depth", "fanout_unfinished", "writeback_pending"]
+                    .iter()
+                    .all(|k| s[k].as_u64() == Some(0))
+                    && s["writeback_waiting"].as_u64().unwrap_or(0) == 0
+            });
+        }
+        if idle {
+            return Some(start.elapsed().as_secs_f64());
+        }
+        if start.elapsed() >= limit {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Each server's first feed page of each of `users` (a read that fails is tried again a
 /// few times; a server that never answers is reported).
 pub async fn feeds(servers: &[String], users: &[u64], state: &mut State) -> Result<()> {

@@ -91,10 +91,17 @@ pub struct RunReport {
     pub unknown_share: f64,
     pub anomalies: Anomalies,
     pub faults: Vec<Recovery>,
+    /// Seconds after the settle until no server had background work left (fan-out,
+    /// write-back); `None` when some was left after [`BACKGROUND_LIMIT`].
+    #[serde(default)]
+    pub background_s: Option<f64>,
     /// Where the history was written (JSON lines), if kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<String>,
 }
+
+/// The longest the quiet reads wait for the servers' background work after the settle.
+pub const BACKGROUND_LIMIT: Duration = Duration::from_secs(30);
 
 /// Runs one trial run on `stage`.
 pub fn one(
@@ -144,6 +151,9 @@ pub fn one(
     let faults = faults?;
     let killed_kith = faults.iter().any(|f| f.nemesis == Nemesis::KillKith);
     std::thread::sleep(if killed_kith { config.settle * 3 } else { config.settle });
+    // Quiet means the servers' background work is done too: a fan-out or a write-back
+    // flush retried after the faults must land before timelines are judged.
+    let background_s = runtime.block_on(quiet::background_done(&servers.addrs, BACKGROUND_LIMIT));
     let entries = std::mem::take(&mut *shared.history.lock().expect("not poisoned"));
     let ops = history::fold(&entries);
     let mut also: BTreeSet<u64> = initial.friends.values().flatten().copied().collect();
@@ -170,6 +180,7 @@ pub fn one(
         unknown_share,
         anomalies,
         faults,
+        background_s,
         history,
     })
 }

@@ -85,6 +85,7 @@ impl Redis {
             }
             Err(e) => {
                 health.lists_stale(list, uids, self.shared.friends_ttl);
+                self.distrust(&e);
                 Err(e)
             }
         }

@@ -44,6 +44,7 @@ use super::con::{Con, Masters, slot};
 
 mod lists;
 mod near;
+mod timelines;
 mod upkeep;
 use super::health::{Health, unavailable};
 use super::lua::{
@@ -120,6 +121,8 @@ const CONFIRM_WAIT_MS: u64 = 200;
 
 /// Keys deleted per command when Redis is back.
 const REPAIR_BATCH: usize = 1000;
+/// The error of a write no replica confirmed in time.
+const NOT_CONFIRMED: &str = "not confirmed";
 
 /// A call that took longer than the deadline.
 fn timed_out(what: &str, deadline: Duration) -> RedisError {
@@ -274,6 +277,31 @@ impl Redis {
         Ok(got?)
     }
 
+    /// An update of cached entries failed, and the entries are remembered as stale here;
+    /// unless Redis is out already (the circuit open) or the update reached the master and
+    /// only its replica's confirmation is missing (a failover's drop covers that), the
+    /// circuit opens all the same, so that the probe deletes those entries before this
+    /// server trusts Redis again: other servers sharing the cache would serve them.
+    fn distrust(&self, e: &Error) {
+        let shared = &self.shared;
+        let why = match e {
+            Error::Redis(r) if r.to_string().starts_with(NOT_CONFIRMED) => return,
+            e => RedisError::from((
+                redis::ErrorKind::ResponseError,
+                "an update failed",
+                e.to_string(),
+            )),
+        };
+        if shared.health.trip(&why) {
+            eprintln!(
+                "kith feed: a cache update failed ({why}); answering from the store until the \
+                 entries it left stale are deleted, probing every {} ms",
+                shared.probe_interval.as_millis()
+            );
+            tokio::spawn(Shared::probe(Arc::downgrade(shared)));
+        }
+    }
+
     /// This process's copies first (posts never change), then one MGET for the rest.
     pub(super) async fn get_posts(&self, ids: &[u64]) -> Result<Vec<Option<Arc<Post>>>> {
         let near = &self.shared.near;
@@ -322,93 +350,6 @@ impl Redis {
         let keys: Vec<String> = ids.iter().map(|&id| self.post_key(id)).collect();
         let mut con = self.con();
         self.run("DEL posts", con.del::<_, ()>(keys)).await
-    }
-
-    /// `before` past 2^53 (no post id is that large) reads from the newest. A timeline
-    /// that missed a push is a miss.
-    pub(super) async fn timeline_read(
-        &self,
-        uid: u64,
-        before: u64,
-        limit: usize,
-    ) -> Result<Option<(Vec<u64>, u64)>> {
-        if self.shared.health.is_timeline_stale(uid) {
-            return Ok(None);
-        }
-        let mut con = self.con();
-        let max = if before > 1 << 53 { "+inf".to_string() } else { format!("({before}") };
-        let mut inv = self.read.key(self.timeline_key(uid));
-        inv.arg(max).arg(limit);
-        let got: Option<(String, Vec<String>)> =
-            self.run("timeline read", inv.invoke_async(&mut con)).await?;
-        Ok(got.map(|(floor, ids)| {
-            let ids = ids.iter().filter_map(|s| s.parse().ok()).collect();
-            (ids, floor.parse().unwrap_or(u64::MAX))
-        }))
-    }
-
-    /// Begins a build, which the feed completes from the store: so a timeline that missed
-    /// a push is trusted again from here.
-    pub(super) async fn timeline_begin(&self, uid: u64) -> Result<()> {
-        let mut con = self.con();
-        let inv = self.begin.key(self.timeline_key(uid));
-        self.run("timeline begin", inv.invoke_async::<()>(&mut con)).await?;
-        self.shared.health.timeline_rebuilding(uid);
-        Ok(())
-    }
-
-    pub(super) async fn timeline_finish(
-        &self,
-        uid: u64,
-        ids: &[u64],
-        floor: u64,
-        cap: usize,
-    ) -> Result<()> {
-        let mut con = self.con();
-        let mut inv = self.finish.key(self.timeline_key(uid));
-        inv.arg(cap).arg(floor);
-        for id in ids {
-            inv.arg(id);
-        }
-        self.run("timeline finish", inv.invoke_async::<()>(&mut con)).await
-    }
-
-    /// EVALSHA of the add script per user, [`ADD_PIPELINE`] users per pipeline, one
-    /// pipeline per master at a time on a cluster. When a pipeline fails, these users'
-    /// timelines are remembered as stale.
-    pub(super) async fn timeline_add(&self, uids: &[u64], ids: &[u64], cap: usize) -> Result<()> {
-        let added = self.run("timeline push", self.timeline_add_all(uids, ids, cap)).await;
-        if added.is_err() {
-            self.shared.health.timelines_stale(uids);
-        }
-        added
-    }
-
-    async fn timeline_add_all(&self, uids: &[u64], ids: &[u64], cap: usize) -> RedisResult<()> {
-        let hash = self.add.get_hash().to_string();
-        for chunk in uids.chunks(ADD_PIPELINE) {
-            let cmds = chunk.iter().map(|&u| {
-                let key = self.timeline_key(u);
-                let mut cmd = redis::cmd("EVALSHA");
-                cmd.arg(&hash).arg(1).arg(&key).arg(cap);
-                for id in ids {
-                    cmd.arg(id);
-                }
-                (key, cmd)
-            });
-            self.shared.per_master(cmds.collect(), LUA_ADD, false).await?;
-        }
-        Ok(())
-    }
-
-    /// One ZREM; the floor and build markers are not ids, so they stay.
-    pub(super) async fn timeline_remove(&self, uid: u64, ids: &[u64]) -> Result<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let mut con = self.con();
-        let members: Vec<String> = ids.iter().map(u64::to_string).collect();
-        self.run("timeline remove", con.zrem::<_, _, ()>(self.timeline_key(uid), members)).await
     }
 }
 
@@ -471,7 +412,7 @@ impl Shared {
                     // stale here.
                     _ => Err(RedisError::from((
                         redis::ErrorKind::ResponseError,
-                        "not confirmed",
+                        NOT_CONFIRMED,
                         format!("no replica confirmed it within {CONFIRM_WAIT_MS} ms"),
                     ))),
                 }
