@@ -35,7 +35,16 @@ impl ChildProcess {
 
 /// Starts `kith serve --dir <store> --addr 127.0.0.1:0 <args>`; returns it and its URL.
 pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildProcess, String)> {
-    let mut command = Command::new(std::env::current_exe()?);
+    start_server_of(&std::env::current_exe()?, store_dir, args)
+}
+
+/// [`start_server`] with another kith binary.
+pub(crate) fn start_server_of(
+    exe: &Path,
+    store_dir: &Path,
+    args: &[String],
+) -> Result<(ChildProcess, String)> {
+    let mut command = Command::new(exe);
     command.args(["serve", "--dir"]).arg(store_dir);
     spawn_server(command, args, "127.0.0.1:0")
 }
@@ -43,18 +52,30 @@ pub(crate) fn start_server(store_dir: &Path, args: &[String]) -> Result<(ChildPr
 /// Starts `kith serve --cassandra <hosts> --keyspace <keyspace> --journal-dir <journal>
 /// --addr <addr> <args>` (`addr` `127.0.0.1:0` for any free port); returns it and its URL.
 ///
-/// Its standard error goes to `log` when given (appended), else to this process's; its wall
-/// clock is read through `clock` when given (a skewable clock file).
+/// How [`start_cassandra_server`] starts it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Launch<'a> {
+    /// The kith binary (default: this one).
+    pub exe: Option<&'a Path>,
+    /// Its standard error goes here when given (appended), else to this process's.
+    pub log: Option<&'a Path>,
+    /// Its wall clock is read through this skewable clock file when given.
+    pub clock: Option<&'a Path>,
+}
+
 pub(crate) fn start_cassandra_server(
     hosts: &str,
     keyspace: &str,
     journal: &Path,
     args: &[String],
-    log: Option<&Path>,
     addr: &str,
-    clock: Option<&Path>,
+    launch: Launch<'_>,
 ) -> Result<(ChildProcess, String)> {
-    let mut command = Command::new(std::env::current_exe()?);
+    let Launch { exe, log, clock } = launch;
+    let mut command = match exe {
+        Some(exe) => Command::new(exe),
+        None => Command::new(std::env::current_exe()?),
+    };
     command.args(["serve", "--cassandra", hosts, "--keyspace", keyspace, "--journal-dir"]);
     command.arg(journal);
     if let Some(clock) = clock {

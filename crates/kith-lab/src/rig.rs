@@ -14,7 +14,7 @@ use kith_cassandra::{BuildConfig, CassandraOptions};
 use kith_feed::redis_cluster::{LocalRedisCluster, RedisClusterConfig};
 use kith_graph::Graph;
 
-use crate::processes::{ChildProcess, start_cassandra_server};
+use crate::processes::{ChildProcess, Launch, start_cassandra_server};
 
 /// Each Cassandra node's disk in a trial's own cluster (MiB; filled by the nemesis).
 const TRIAL_DISK_MB: u64 = 1024;
@@ -156,19 +156,32 @@ impl Rig {
         args: &[String],
         logs: Option<&Path>,
     ) -> Result<(Vec<Option<ChildProcess>>, Vec<String>)> {
+        self.servers_of(None, keyspace, n, prefix, args, logs)
+    }
+
+    /// [`Rig::servers`] with another kith binary when `exe` is given.
+    pub(crate) fn servers_of(
+        &self,
+        exe: Option<&Path>,
+        keyspace: &str,
+        n: usize,
+        prefix: &str,
+        args: &[String],
+        logs: Option<&Path>,
+    ) -> Result<(Vec<Option<ChildProcess>>, Vec<String>)> {
         let all = self.serve_args(prefix, args);
         let (mut servers, mut urls) = (Vec::new(), Vec::new());
         for i in 1..=n {
             let journal = self.journal_dir.path().join(format!("{prefix}-{i}"));
             let log = logs.map(|d| d.join(format!("server-{i}.log")));
+            let launch = Launch { exe, log: log.as_deref(), clock: None };
             let (child, url) = start_cassandra_server(
                 &self.hosts,
                 keyspace,
                 &journal,
                 &all,
-                log.as_deref(),
                 "127.0.0.1:0",
-                None,
+                launch,
             )?;
             servers.push(Some(child));
             urls.push(url);
@@ -210,9 +223,8 @@ impl Rig {
             keyspace,
             &journal,
             &all,
-            None,
             addr,
-            Some(&clock),
+            Launch { clock: Some(&clock), ..Launch::default() },
         )?;
         Ok(child)
     }

@@ -278,14 +278,21 @@ impl Redis {
     }
 
     /// An update of cached entries failed, and the entries are remembered as stale here;
-    /// unless Redis is out already (the circuit open) or the update reached the master and
-    /// only its replica's confirmation is missing (a failover's drop covers that), the
+    /// unless Redis is out already (the circuit open), the update reached the master and
+    /// only its replica's confirmation is missing, or the slot moved to another master (a
+    /// failover's drop covers both), the
     /// circuit opens all the same, so that the probe deletes those entries before this
     /// server trusts Redis again: other servers sharing the cache would serve them.
     fn distrust(&self, e: &Error) {
         let shared = &self.shared;
         let why = match e {
             Error::Redis(r) if r.to_string().starts_with(NOT_CONFIRMED) => return,
+            // The slot has another master: a failover, whose drop (the watcher's) covers it.
+            Error::Redis(r)
+                if matches!(r.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask) =>
+            {
+                return;
+            }
             e => RedisError::from((
                 redis::ErrorKind::ResponseError,
                 "an update failed",
