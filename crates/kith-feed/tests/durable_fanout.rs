@@ -207,3 +207,33 @@ fn a_follow_whose_backfill_failed_leaves_no_timeline_without_it() {
     rt.block_on(a.shutdown()).unwrap();
     rt.block_on(b.shutdown()).unwrap();
 }
+
+/// An unfollow whose timeline removal Redis refuses leaves the unfollowed author's posts in
+/// the follower's timeline: a feed read leaves them out, removes them, and fills the page
+/// from below, so the page is not short.
+#[test]
+fn a_feed_page_is_filled_past_posts_of_someone_no_longer_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 4);
+    let redis = RedisServer::start();
+    let config =
+        FeedConfig { cache: CacheMode::Aside, ..config(&redis, &prefix("stray"), Strategy::Push) };
+    let rt = runtime();
+    let feed = open_feed(&rt, &store, config);
+    rt.block_on(feed.follow(1, vec![0, 2])).unwrap();
+    for (author, content) in [(0, "a1"), (0, "a2"), (0, "a3"), (2, "b1"), (2, "b2"), (2, "b3")] {
+        rt.block_on(feed.post(author, content.into())).unwrap();
+    }
+    rt.block_on(feed.drain());
+    let page = |limit| -> Vec<String> {
+        let page = rt.block_on(feed.feed(1, None, limit)).unwrap();
+        page.posts.iter().map(|p| p.content.clone()).collect()
+    };
+    assert_eq!(page(3), ["b3", "b2", "b1"]);
+    redis.command(&["ACL", "SETUSER", "default", "-zrem"]);
+    rt.block_on(feed.unfollow(1, 2)).expect("the unfollow is stored; the removal is the cache's");
+    redis.command(&["ACL", "SETUSER", "default", "+zrem"]);
+    assert_eq!(page(3), ["a3", "a2", "a1"], "a short page");
+    assert_eq!(page(2), ["a3", "a2"]);
+    rt.block_on(feed.shutdown()).unwrap();
+}

@@ -100,12 +100,22 @@ impl Feed {
         self.invalidate_followees(uid).await;
         let (before, after) = stored?;
         if self.config.strategy != Strategy::Pull {
-            let ids = self.author_recent(target).await?;
-            // The unfollow is stored: feed reads drop posts of authors no longer followed, so
-            // a removal the cache missed costs space, not correctness.
-            if let Err(e) = self.backend.timeline_remove(uid, &ids).await {
-                self.metrics.cache_errors.inc();
-                self.backend.carried_on("an unfollow's timeline removal", &e);
+            // The unfollow is stored, so nothing here fails it. Feed reads leave out (and
+            // remove) posts of authors no longer followed, so a removal that fails costs
+            // space and a read's refill, not correctness; one whose posts cannot be read
+            // drops the timeline.
+            match self.author_recent(target).await {
+                Ok(ids) => {
+                    if let Err(e) = self.backend.timeline_remove(uid, &ids).await {
+                        self.metrics.cache_errors.inc();
+                        self.backend.carried_on("an unfollow's timeline removal", &e);
+                    }
+                }
+                Err(e) => {
+                    self.metrics.cache_errors.inc();
+                    self.backend.carried_on("an unfollow's timeline removal", &e);
+                    self.backend.timeline_drop(uid).await;
+                }
             }
             if repush_at.is_some() && before > t && after <= t {
                 self.enqueue(FanJob::Author { author: target }).await;

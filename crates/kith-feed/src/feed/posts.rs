@@ -11,6 +11,9 @@ use crate::journal::lock;
 use crate::post::Post;
 use crate::task::blocking;
 
+/// Rounds of ids one feed read takes at most to fill its page past posts it leaves out.
+const FILL_ROUNDS: usize = 4;
+
 /// Merges lists sorted newest first into the newest `limit` ids, dropping duplicates.
 pub fn merge_newest(lists: &[Vec<u64>], limit: usize) -> Vec<u64> {
     let mut heap: BinaryHeap<(u64, usize, usize)> =
@@ -274,12 +277,50 @@ impl Feed {
                 limit: budget as u64,
             });
         }
-        let ids = match self.config.strategy {
-            Strategy::Pull => self.pull(followees.clone(), before, limit).await?,
-            Strategy::Push => self.push_read(uid, &followees, before, limit).await?,
+        let following: HashSet<u64> = followees.iter().copied().collect();
+        let (mut posts, mut next, mut below) = (Vec::with_capacity(limit), None, before);
+        // A timeline may hold posts of someone no longer followed (a push that raced an
+        // unfollow, or an unfollow whose removal failed): they are left out, removed from the
+        // timeline, and the page filled from below, so a page is short only at the end.
+        for _ in 0..FILL_ROUNDS {
+            let want = limit - posts.len();
+            let ids = self.feed_ids(uid, &followees, below, want).await?;
+            next = (ids.len() == want).then(|| *ids.last().expect("want >= 1"));
+            let mut got = self.get_posts(&ids).await?;
+            let stray: Vec<u64> =
+                got.iter().filter(|p| !following.contains(&p.author)).map(|p| p.id).collect();
+            if !stray.is_empty() {
+                got.retain(|p| following.contains(&p.author));
+                if self.config.strategy != Strategy::Pull
+                    && let Err(e) = self.backend.timeline_remove(uid, &stray).await
+                {
+                    self.backend.carried_on("removing unfollowed posts from a timeline", &e);
+                }
+            }
+            let short = got.len() < ids.len();
+            posts.extend(got);
+            match next {
+                Some(last) if short => below = last,
+                _ => break,
+            }
+        }
+        Ok(FeedPage { posts, next })
+    }
+
+    /// The newest `limit` ids below `before` by `followees`, by the feed's strategy.
+    async fn feed_ids(
+        &self,
+        uid: u64,
+        followees: &[u64],
+        before: u64,
+        limit: usize,
+    ) -> Result<Vec<u64>> {
+        Ok(match self.config.strategy {
+            Strategy::Pull => self.pull(followees.to_vec(), before, limit).await?,
+            Strategy::Push => self.push_read(uid, followees, before, limit).await?,
             Strategy::Hybrid => {
                 let threshold = self.config.celebrity_threshold;
-                let (engine, all) = (self.engine.clone(), followees.clone());
+                let (engine, all) = (self.engine.clone(), followees.to_vec());
                 let degrees = blocking(move || engine.follow_degrees(&all)).await?;
                 let (mut celebs, mut normal) = (Vec::new(), Vec::new());
                 for (&f, d) in followees.iter().zip(degrees) {
@@ -293,13 +334,7 @@ impl Feed {
                 let pulled = self.pull(celebs, before, limit).await?;
                 merge_newest(&[pushed, pulled], limit)
             }
-        };
-        let next = (ids.len() == limit).then(|| *ids.last().expect("limit >= 1"));
-        let following: HashSet<u64> = followees.into_iter().collect();
-        let mut posts = self.get_posts(&ids).await?;
-        // A push that raced an unfollow may have left a post of someone no longer followed.
-        posts.retain(|p| following.contains(&p.author));
-        Ok(FeedPage { posts, next })
+        })
     }
 }
 

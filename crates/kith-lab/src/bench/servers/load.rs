@@ -17,8 +17,9 @@ pub(super) const LOADS: [&str; 7] =
     ["friends", "feed", "post", "publish", "profile", "follow-switch", "friend-switch"];
 
 /// Pairs a switch takes in turn: round `r` over them switches every pair on (`r` even) or
-/// off, so a pair's next request comes `PAIRS` requests after its last one.
-const PAIRS: usize = 4096;
+/// off, so a pair's next request comes `PAIRS` requests after its last one (far more than
+/// the clients have in flight), and a few seconds of load take several rounds.
+const PAIRS: usize = 256;
 
 /// The source of one load over `users` (and `posts` for post reads); `salt` picks a
 /// switch's pairs, so each case switches pairs of its own.

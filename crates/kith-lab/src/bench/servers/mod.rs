@@ -365,7 +365,7 @@ fn report(a: &ServersBenchArgs, builds: &[Build], users: usize, mut rows: Vec<Ro
              warm-up, every user's friend list, feed and every post read once before. Loads: \
              friends (eventual), feed, post (by id), publish (POST /posts), profile (PUT), \
              follow-switch (follow and unfollow) and friend-switch (befriend and unfriend) over \
-             4096 pairs of non-friends per case, switched on and off in turn; every request \
+             256 pairs of non-friends per case, switched on and off in turn; every request \
              carries an Idempotency-Key. cluster-near: friend lists again with \
              --near-friends-ttl-ms {}. CPU from /proc: the servers' and the engines' (Cassandra \
              JVMs, Redis nodes) user + system time over the measured window; the driver's is \
