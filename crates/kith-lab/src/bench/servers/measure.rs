@@ -4,13 +4,11 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use kith_workload::{RunConfig, RunReport};
 use serde::Serialize;
 
-use super::ServersBenchArgs;
 use super::load::{source, warm};
 
 /// One operation on one case.
@@ -78,12 +76,12 @@ fn total_cpu(pids: &[u32]) -> f64 {
     pids.iter().map(|&p| cpu_s(p)).sum()
 }
 
-/// Warms the caches, then measures each load alone with the servers' and engines' CPU. A
+/// Warms the caches, then measures each load alone (as `run` says, on the case's servers) with the servers' and engines' CPU. A
 /// read must never fail; a switch may meet a refusal now and then (a pair switched on by
 /// another case), never another error.
 pub(super) fn measure(
     runtime: &tokio::runtime::Runtime,
-    a: &ServersBenchArgs,
+    run: &RunConfig,
     case: &Case<'_>,
     loads: &[&'static str],
     subjects: &Subjects<'_>,
@@ -94,15 +92,7 @@ pub(super) fn measure(
     runtime.block_on(warm(urls, subjects.users, subjects.posts))?;
     for &load in loads {
         let source = source(load, subjects.users, subjects.posts, subjects.friends, subjects.salt);
-        let config = RunConfig {
-            targets: urls.to_vec(),
-            clients: a.clients,
-            rate: None,
-            duration: Duration::from_secs_f64(a.seconds),
-            warmup: Duration::from_secs_f64(a.warmup_s),
-            seed: a.seed,
-            timeout: Duration::from_secs(30),
-        };
+        let config = RunConfig { targets: urls.to_vec(), ..run.clone() };
         // CPU over the measured window only: sampled after the warm-up, and at its end.
         let sampler = {
             let (servers, engines) = (servers.to_vec(), engines.to_vec());

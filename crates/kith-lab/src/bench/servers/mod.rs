@@ -148,6 +148,15 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
         .iter()
         .map(|s| s.to_string())
         .collect();
+    let run = kith_workload::RunConfig {
+        targets: Vec::new(),
+        clients: a.clients,
+        rate: None,
+        duration: Duration::from_secs_f64(a.seconds),
+        warmup: Duration::from_secs_f64(a.warmup_s),
+        seed: a.seed,
+        timeout: Duration::from_secs(30),
+    };
     let mut rows: Vec<Row> = Vec::new();
     let mut salt = a.seed;
     let mut subjects = |posts: &[u64], f: &mut dyn FnMut(&Subjects<'_>) -> Result<()>| {
@@ -173,7 +182,7 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
             servers: &[server.id()],
             engines: &[],
         };
-        subjects(&posts, &mut |s| measure(&runtime, &a, &case, &LOADS, s, &mut rows))?;
+        subjects(&posts, &mut |s| measure(&runtime, &run, &case, &LOADS, s, &mut rows))?;
     }
 
     let rig = match &a.cluster_dir {
@@ -235,7 +244,7 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
                     servers: &pids,
                     engines: &engines,
                 };
-                subjects(&posts[k], &mut |s| measure(&runtime, &a, &case, &LOADS, s, &mut rows))?;
+                subjects(&posts[k], &mut |s| measure(&runtime, &run, &case, &LOADS, s, &mut rows))?;
                 drop(servers);
                 // Friend lists again with copies in each server (eventual reads may then
                 // miss another server's change for up to the copies' time to live).
@@ -255,7 +264,7 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
                         engines: &engines,
                     };
                     subjects(&posts[k], &mut |s| {
-                        measure(&runtime, &a, &case, &["friends"], s, &mut rows)
+                        measure(&runtime, &run, &case, &["friends"], s, &mut rows)
                     })?;
                 }
             }
