@@ -133,33 +133,38 @@ pub async fn background_done(servers: &[String], limit: Duration) -> Option<f64>
     }
 }
 
-/// Each server's first feed page of each of `users` (a read that fails is tried again a
-/// few times; a server that never answers is reported).
+/// Each server's first feed page of each of `users`. A read that fails is tried again a
+/// few times; one that never succeeds is kept in `state.unavailable` (the checker counts
+/// it), and the run goes on.
 pub async fn feeds(servers: &[String], users: &[u64], state: &mut State) -> Result<()> {
     let http = reqwest::Client::new();
     let timeout = Duration::from_secs(20);
-    for base in servers {
+    for (server, base) in servers.iter().enumerate() {
         let mut pages = BTreeMap::new();
         for &uid in users {
             let call = Call::Feed { uid };
             let mut tries = 0;
-            let page = loop {
+            loop {
                 let a = send(&http, base, &call, None, timeout).await;
                 match (a.outcome, a.value) {
-                    (Outcome::Ok, Some(Value::Feed { ids })) => break ids,
+                    (Outcome::Ok, Some(Value::Feed { ids })) => {
+                        pages.insert(uid, ids);
+                        break;
+                    }
                     (o, _) if tries >= 5 => {
-                        anyhow::bail!(
-                            "{base}: the feed of {uid} once quiet: {o:?} ({:?})",
+                        eprintln!(
+                            "trial: {base}: the feed of {uid} once quiet: {o:?} ({:?})",
                             a.status
-                        )
+                        );
+                        state.unavailable.push((server, uid, format!("{o:?} ({:?})", a.status)));
+                        break;
                     }
                     _ => {
                         tries += 1;
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
                 }
-            };
-            pages.insert(uid, page);
+            }
         }
         state.feeds.push(pages);
     }

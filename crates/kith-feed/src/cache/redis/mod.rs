@@ -31,7 +31,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures_util::future::try_join_all;
@@ -76,10 +76,12 @@ pub enum Target<'a> {
 
 /// What the backend, its probe and its watcher share.
 struct Shared {
-    con: Con,
+    con: RwLock<Con>,
     /// A second connection, for write-back's `WAIT`s, which hold a connection until a
     /// replica confirms: nothing else waits behind them.
-    waiting: Con,
+    waiting: RwLock<Con>,
+    /// A cluster's client, to replace both connections when the probe keeps timing out.
+    cluster: Option<redis::cluster::ClusterClient>,
     /// Masters that took slots over, found by any reading of the slot map, for the watcher
     /// to drop entries on.
     owed: Mutex<Vec<super::con::Master>>,
@@ -124,6 +126,21 @@ const REPAIR_BATCH: usize = 1000;
 /// The error of a write no replica confirmed in time.
 const NOT_CONFIRMED: &str = "not confirmed";
 
+/// A cluster's client: redirections (MOVED, ASK) need retries; two, quickly, keep a call
+/// within its deadline.
+fn cluster_client(
+    urls: &[String],
+    config: &FeedConfig,
+) -> RedisResult<redis::cluster::ClusterClient> {
+    ClusterClientBuilder::new(urls.to_vec())
+        .connection_timeout(config.redis_connect_timeout)
+        .response_timeout(config.redis_response_timeout)
+        .retries(2)
+        .min_retry_wait(10)
+        .max_retry_wait(100)
+        .build()
+}
+
 /// A call that took longer than the deadline.
 fn timed_out(what: &str, deadline: Duration) -> RedisError {
     let msg = format!("{what} timed out after {} ms", deadline.as_millis());
@@ -167,21 +184,17 @@ impl Redis {
                     Con::Single(ConnectionManager::new_with_config(client, manager).await?)
                 }
                 Target::Cluster(urls) => {
-                    // Redirections (MOVED, ASK) need retries; two, quickly, keep a call within
-                    // its deadline.
-                    let client = ClusterClientBuilder::new(urls.to_vec())
-                        .connection_timeout(config.redis_connect_timeout)
-                        .response_timeout(config.redis_response_timeout)
-                        .retries(2)
-                        .min_retry_wait(10)
-                        .max_retry_wait(100)
-                        .build()?;
+                    let client = cluster_client(urls, config)?;
                     Con::Cluster(client.get_async_connection().await?)
                 }
             })
         };
         let mut con = connect().await?;
         let waiting = connect().await?;
+        let cluster = match target {
+            Target::One(_) => None,
+            Target::Cluster(urls) => Some(cluster_client(urls, config)?),
+        };
         let _: String = redis::cmd("PING").query_async(&mut con).await?;
         let masters = match target {
             Target::One(_) => Masters::default(),
@@ -189,8 +202,9 @@ impl Redis {
         };
         let script = |body| redis::Script::new(&script_text(body));
         let shared = Arc::new(Shared {
-            con,
-            waiting,
+            con: RwLock::new(con),
+            waiting: RwLock::new(waiting),
+            cluster,
             owed: Mutex::new(Vec::new()),
             masters: Mutex::new(Arc::new(masters)),
             drop_script: script(LUA_FRIENDS_DROP),
@@ -216,7 +230,7 @@ impl Redis {
 
     /// Whether this is a Redis Cluster.
     pub(crate) fn is_cluster(&self) -> bool {
-        matches!(self.shared.con, Con::Cluster(_))
+        self.shared.cluster.is_some()
     }
 
     /// Why Redis is not serving, or `None` while it is.
@@ -233,11 +247,11 @@ impl Redis {
     }
 
     pub(super) fn con(&self) -> Con {
-        self.shared.con.clone()
+        self.shared.con()
     }
 
     pub(super) fn waiting_con(&self) -> Con {
-        self.shared.waiting.clone()
+        self.shared.waiting_con()
     }
 
     pub(super) fn prefix(&self) -> &str {
@@ -361,6 +375,14 @@ impl Redis {
 }
 
 impl Shared {
+    fn con(&self) -> Con {
+        self.con.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn waiting_con(&self) -> Con {
+        self.waiting.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     fn timeline_key(&self, uid: u64) -> String {
         format!("{}:t:{{{uid}}}", self.prefix)
     }
@@ -407,7 +429,7 @@ impl Shared {
             pipe.add_command(cmd.clone()).ignore();
         }
         let sends = groups.into_values().map(|(s, mut pipe, wait)| {
-            let mut con = if wait { self.waiting.clone() } else { self.con.clone() };
+            let mut con = if wait { self.waiting_con() } else { self.con() };
             async move {
                 if !wait {
                     return con.pipeline_to(s, &pipe).await;
@@ -437,7 +459,7 @@ impl Shared {
     async fn load_everywhere(&self, body: &str) -> RedisResult<()> {
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(script_text(body));
-        let mut con = self.con.clone();
+        let mut con = self.con();
         match &mut con {
             Con::Single(c) => load.query_async::<String>(c).await.map(drop),
             Con::Cluster(c) => {

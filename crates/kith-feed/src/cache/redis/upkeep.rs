@@ -8,14 +8,17 @@ use redis::{AsyncCommands, RedisError, RedisResult};
 
 use super::{REPAIR_BATCH, Shared, WATCH_INTERVAL, glob_escape};
 use crate::cache::List;
-use crate::cache::con::{Master, Masters};
+use crate::cache::con::{Con, Master, Masters};
 use crate::cache::health::MAX_STALE;
+
+/// Probes in a row that timed out before a cluster's connections are replaced.
+const REPLACE_AFTER: u32 = 3;
 
 impl Shared {
     /// Reads a cluster's slot map again; returns the masters that took slots over from
     /// another master since the last read, and adds them to what the watcher owes.
     pub(super) async fn refresh(&self) -> Vec<Master> {
-        let mut con = self.con.clone();
+        let mut con = self.con();
         let Ok(Ok(now)) = tokio::time::timeout(self.deadline, Masters::fetch(&mut con)).await
         else {
             return Vec::new();
@@ -79,7 +82,7 @@ impl Shared {
             loop {
                 let mut scan = redis::cmd("SCAN");
                 scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(REPAIR_BATCH);
-                let mut con = self.con.clone();
+                let mut con = self.con();
                 let reply = match node {
                     Some(node) => self.bounded("SCAN", con.command_at(node, &scan)).await?,
                     None => self.bounded("SCAN", scan.query_async(&mut con)).await?,
@@ -99,8 +102,11 @@ impl Shared {
     }
 
     /// Every probe interval, until the backend is dropped: repairs and closes the circuit
-    /// once Redis takes a write.
+    /// once Redis takes a write. On a cluster, after [`REPLACE_AFTER`] probes in a row that
+    /// timed out, both connections are replaced by new ones from the slot map up: a cluster
+    /// connection may keep asking a node that is gone or no longer serves the slot.
     pub(super) async fn probe(shared: Weak<Shared>) {
+        let mut timeouts = 0;
         loop {
             let interval = match shared.upgrade() {
                 Some(s) => s.probe_interval,
@@ -113,9 +119,39 @@ impl Shared {
                     eprintln!("kith feed: redis is serving again");
                     return;
                 }
-                Ok(()) => {}
-                Err(e) => s.health.still_failing(&e),
+                Ok(()) => timeouts = 0,
+                Err(e) => {
+                    s.health.still_failing(&e);
+                    timeouts = if e.is_timeout() || e.is_io_error() { timeouts + 1 } else { 0 };
+                    if timeouts >= REPLACE_AFTER && s.replace_connections().await {
+                        timeouts = 0;
+                    }
+                }
             }
+        }
+    }
+
+    /// New cluster connections in place of both; false on one Redis (its connection
+    /// manager reconnects by itself) or when they cannot be made now.
+    async fn replace_connections(&self) -> bool {
+        let Some(client) = &self.cluster else { return false };
+        let made = async {
+            Ok::<_, RedisError>((
+                client.get_async_connection().await?,
+                client.get_async_connection().await?,
+            ))
+        };
+        match tokio::time::timeout(self.deadline * 2, made).await {
+            Ok(Ok((con, waiting))) => {
+                *self.con.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(con);
+                *self.waiting.write().unwrap_or_else(PoisonError::into_inner) =
+                    Con::Cluster(waiting);
+                eprintln!(
+                    "kith feed: replaced the redis cluster connections after {REPLACE_AFTER} probes timed out"
+                );
+                true
+            }
+            _ => false,
         }
     }
 
@@ -123,7 +159,7 @@ impl Shared {
     /// repairs: stale friend and followee lists and timelines deleted, and every timeline
     /// dropped if too many missed pushes to remember.
     async fn recover(&self) -> RedisResult<()> {
-        let mut con = self.con.clone();
+        let mut con = self.con();
         let mut probe = redis::cmd("SET");
         probe.arg(format!("{}:probe", self.prefix)).arg(1).arg("PX").arg(60_000);
         let first = self.bounded("probe", probe.query_async::<()>(&mut con)).await;

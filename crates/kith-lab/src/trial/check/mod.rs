@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::trial::history::Op;
 
 /// Every kind of anomaly the checker reports (each present in a report, 0 when none).
-pub const KINDS: [&str; 15] = [
+pub const KINDS: [&str; 16] = [
     // An acknowledged write missing from the quiet state (a friendship, follow, profile or
     // post), or undone by an older value.
     "lost",
@@ -49,6 +49,9 @@ pub const KINDS: [&str; 15] = [
     "stale-eventual",
     // A read of a value nothing wrote, or wrote only after the read.
     "foreign-read",
+    // A server that answered no read of a user's feed once quiet, tried for a few seconds:
+    // the faults left it unable to serve.
+    "unavailable-quiet",
 ];
 
 /// How stale an eventual read may be (milliseconds), as docs/service.md states it.
@@ -86,6 +89,9 @@ pub struct State {
     pub feeds: Vec<BTreeMap<u64, Vec<u64>>>,
     /// Each user's first page of a pull of their followees' posts, read from the store.
     pub pulls: BTreeMap<u64, Vec<u64>>,
+    /// Feed reads once quiet that no try answered: (server, user, the last answer).
+    #[serde(default)]
+    pub unavailable: Vec<(usize, u64, String)>,
 }
 
 /// A user's follows.
@@ -147,6 +153,9 @@ pub fn check(ops: &[Op], initial: &State, quiet: &State, bounds: &Bounds) -> Ano
     profiles::check(ops, initial, quiet, bounds, &mut found);
     posts::check(ops, quiet, &mut found);
     feeds::check(quiet, &mut found);
+    for (server, uid, answer) in &quiet.unavailable {
+        found.add("unavailable-quiet", || format!("server {server}: feed of {uid}: {answer}"));
+    }
     found
 }
 
@@ -178,5 +187,19 @@ pub(crate) mod testing {
     /// A read that returned `value`.
     pub fn read(id: u64, call: Call, t: (f64, f64), value: Value) -> Op {
         op(id, call, (t.0, Some(t.1)), Outcome::Ok, Some(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_unavailable_once_quiet_is_an_anomaly() {
+        let quiet =
+            State { unavailable: vec![(1, 7, "Unknown (Some(503))".into())], ..State::default() };
+        let found = check(&[], &State::default(), &quiet, &Bounds::default());
+        assert_eq!((found.count("unavailable-quiet"), found.total()), (1, 1));
+        assert_eq!(found.counts.len(), KINDS.len(), "every kind reported, 0 when none");
     }
 }
