@@ -46,8 +46,10 @@ pub const DEFAULT_KEYSPACE: &str = "kith";
 /// servers on one store; format 4 a write clock on each index row (`index_gN.clock`, see
 /// `CassandraStore::stamp_after`); format 5 follow edges switched on and off
 /// (`follows.active`), with the intents of edits under way (`follow_intents`) and counts
-/// counted from the lists (no more `follow_counts`).
-pub(crate) const FORMAT: i32 = 5;
+/// counted from the lists (no more `follow_counts`); format 6 the intents by time
+/// (`follow_intents_at`, `follow_intent_log`, replacing `follow_intents`, whose every read
+/// went through every deleted intent).
+pub(crate) const FORMAT: i32 = 6;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
 /// 2 s for writes and 5 s for reads, come first).
@@ -164,7 +166,7 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
         .and_then(|r| r.0);
     match format {
         Some(f) if f < FORMAT => Err(Error::Cluster(format!(
-            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, write clocks, follow edges switched by lightweight transactions); rebuild it with `kith store build --cassandra`"
+            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, write clocks, follow edges switched by lightweight transactions, follow intents by time); rebuild it with `kith store build --cassandra`"
         ))),
         _ => Ok(()),
     }
@@ -310,8 +312,14 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
         format!("CREATE TABLE IF NOT EXISTS {ks}.feed_state (name text PRIMARY KEY, value bigint)"),
         format!("CREATE TABLE IF NOT EXISTS {ks}.servers (n int PRIMARY KEY, owner text)"),
         format!(
-            "CREATE TABLE IF NOT EXISTS {ks}.follow_intents (target bigint, uid bigint, nonce bigint, \
-             at_ms bigint, PRIMARY KEY (target, uid, nonce))"
+            "CREATE TABLE IF NOT EXISTS {ks}.follow_intents_at (target bigint, at_ms bigint, uid bigint, \
+             nonce bigint, PRIMARY KEY (target, at_ms, uid, nonce)) \
+             WITH CLUSTERING ORDER BY (at_ms DESC) AND gc_grace_seconds = 3600"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {ks}.follow_intent_log (bucket bigint, shard int, target bigint, \
+             uid bigint, nonce bigint, at_ms bigint, PRIMARY KEY ((bucket, shard), target, uid, nonce)) \
+             WITH gc_grace_seconds = 3600 AND default_time_to_live = 86400"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.repushes (author bigint PRIMARY KEY, ticket bigint)"

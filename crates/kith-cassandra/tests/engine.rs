@@ -230,8 +230,9 @@ fn two_servers_racing_apply_each_write_once() {
         }
     }
     // A write that timed out may have changed an edge and not its follower row; its intent
-    // is repaired once older than a second. Then every count is its list's length.
-    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    // is repaired once its 2 s bucket of the intent log is 1.5 s old. Then every count is its
+    // list's length.
+    std::thread::sleep(std::time::Duration::from_millis(3_600));
     one.repair_follows().unwrap();
     for &u in &uids {
         let d = one.follow_degree(u).unwrap();

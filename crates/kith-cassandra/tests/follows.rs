@@ -30,8 +30,8 @@ fn follow_edits_left_half_done_are_repaired() {
     store.follow(a, &[b, d]).unwrap();
     assert_eq!(store.followers(b, 0, 10).unwrap(), [a]);
     // By hand, what a server killed between the two halves leaves: a → c switched on and
-    // a → b off by lightweight transactions, each with its intent (5 s old), the index
-    // untouched.
+    // a → b off by lightweight transactions, each with its intent (30 s old: its bucket of
+    // the intent log is past its first checkpoints), the index untouched.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let s = rt.block_on(SessionBuilder::new().known_nodes(testing::hosts()).build()).unwrap();
     let half_edit = |from: u64, target: u64, on: bool, nonce: i64, age_ms: i64| {
@@ -40,15 +40,23 @@ fn follow_edits_left_half_done_are_repaired() {
                 "UPDATE {ks}.follows SET active = {on} WHERE uid = ? AND target = ? IF active != {on}"
             );
             s.query_unpaged(cas, (key(from), key(target))).await.unwrap();
-            let intent = format!(
-                "INSERT INTO {ks}.follow_intents (target, uid, nonce, at_ms) VALUES (?, ?, ?, ?)"
-            );
             let at = now_ms() - age_ms;
-            s.query_unpaged(intent, (key(target), key(from), nonce, at)).await.unwrap();
+            let by_target = format!(
+                "INSERT INTO {ks}.follow_intents_at (target, at_ms, uid, nonce) VALUES (?, ?, ?, ?)"
+            );
+            s.query_unpaged(by_target, (key(target), at, key(from), nonce)).await.unwrap();
+            let logged = format!(
+                "INSERT INTO {ks}.follow_intent_log (bucket, shard, target, uid, nonce, at_ms) \
+                 VALUES (?, ?, ?, ?, ?, ?)"
+            );
+            let (bucket, shard) = (at.div_euclid(2_000), nonce.rem_euclid(4) as i32);
+            s.query_unpaged(logged, (bucket, shard, key(target), key(from), nonce, at))
+                .await
+                .unwrap();
         })
     };
-    half_edit(a, c, true, 1, 5_000);
-    half_edit(a, b, false, 2, 5_000);
+    half_edit(a, c, true, 1, 30_000);
+    half_edit(a, b, false, 2, 30_000);
     let mut repaired = store.repair_follows().unwrap();
     repaired.sort_unstable();
     assert_eq!(repaired, [(a, b, false), (a, c, true)]);

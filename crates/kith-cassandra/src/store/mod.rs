@@ -7,6 +7,7 @@ pub(crate) mod copies;
 mod engine;
 mod feed;
 mod follows;
+mod intents;
 pub(crate) mod listing;
 mod posts;
 mod relayout;
@@ -127,6 +128,8 @@ pub struct CassandraStore {
     /// The last timestamp this process gave a write to users (microseconds), or the latest
     /// write clock it read, whichever is later (`stamp_after`).
     last_stamp: AtomicI64,
+    /// When the last follow repair that succeeded ran (ms; `intents.rs`).
+    repaired_to: Mutex<Option<u64>>,
 }
 
 impl fmt::Debug for CassandraStore {
@@ -198,6 +201,7 @@ impl CassandraStore {
             traversal_budget: options.traversal_budget,
             writers: RwLock::new(()),
             checked: Mutex::new(Instant::now()),
+            repaired_to: Mutex::new(None),
             last_stamp: AtomicI64::new(0),
         };
         Ok(store)
