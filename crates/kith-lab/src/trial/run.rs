@@ -162,14 +162,16 @@ pub fn one(
     quiet::posts(engine.as_ref(), &ops, &mut quiet_state)?;
     quiet::pulls(engine.as_ref(), &stage.playground, &mut quiet_state)?;
     runtime.block_on(quiet::feeds(&servers.addrs, &stage.playground, &mut quiet_state))?;
-    let anomalies = check::check(&ops, &initial, &quiet_state, &Bounds::default());
+    let bounds = Bounds { outages_ms: replica_outages(&faults), ..Bounds::default() };
+    let anomalies = check::check(&ops, &initial, &quiet_state, &bounds);
     let history = match &config.history_dir {
         Some(dir) => Some(write_history(dir, &tag, &entries)?),
         None => None,
     };
     drop(servers);
     let (ops_by_kind, unknown_share) = count(&entries, &ops);
-    let faults = faults.into_iter().map(|f| recovery(f, &ops)).collect();
+    let load_s = config.load.as_secs_f64();
+    let faults = faults.into_iter().map(|f| recovery(f, &ops, load_s)).collect();
     Ok(RunReport {
         nemesis,
         run,
@@ -276,8 +278,30 @@ fn count(entries: &[Entry], ops: &[Op]) -> (BTreeMap<String, Counts>, f64) {
     (by, if writes == 0 { 0.0 } else { unknown as f64 / writes as f64 })
 }
 
-/// The service's recovery after `fault`, from the acknowledged operations' completions.
-fn recovery(fault: Fault, ops: &[Op]) -> Recovery {
+/// The Cassandra nodes' outages among `faults` (ms): those after which a replica may lack
+/// writes acknowledged meanwhile (not a clock skew).
+fn replica_outages(faults: &[Fault]) -> Vec<(f64, f64)> {
+    use Nemesis::*;
+    faults
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.nemesis,
+                KillCassandra
+                    | PauseCassandra
+                    | FullDiskCassandra
+                    | PartitionCassandra
+                    | IsolateCassandra
+            )
+        })
+        .map(|f| (f.at_s * 1e3, f.healed_s * 1e3))
+        .collect()
+}
+
+/// The service's recovery after `fault`, from the acknowledged operations' completions up
+/// to the load's end (`load_s`; the clients stop sending then, and the last answers trickle
+/// in).
+fn recovery(fault: Fault, ops: &[Op], load_s: f64) -> Recovery {
     let mut acked: Vec<f64> = ops.iter().filter_map(|o| o.complete).map(|ms| ms / 1e3).collect();
     acked.sort_by(f64::total_cmp);
     let in_window = |from: f64, to: f64| {
@@ -288,7 +312,7 @@ fn recovery(fault: Fault, ops: &[Op]) -> Recovery {
     let before_per_s =
         if at > before_from { in_window(before_from, at) / (at - before_from) } else { 0.0 };
     let first_ok_s = acked.get(acked.partition_point(|&t| t <= at)).map(|t| t - at);
-    let end = acked.last().copied().unwrap_or(at);
+    let end = acked.last().copied().unwrap_or(at).min(load_s);
     // 1 s windows starting every 100 ms from the fault.
     let (mut below, mut run_start, mut back) = (0.0f64, None::<f64>, None);
     let mut t = at;
@@ -312,4 +336,39 @@ fn recovery(fault: Fault, ops: &[Op]) -> Recovery {
         below = below.max(end - s);
     }
     Recovery { fault, before_per_s, below_half_s: below, first_ok_s, back_to_half_s: back }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trial::check::testing::ok;
+
+    #[test]
+    fn recovery_counts_the_low_windows_after_the_fault_and_not_the_load_s_end() {
+        // 100 acknowledged operations a second for 30 s but none from 10 s to 11.5 s, then
+        // a trickle of late answers after the load's end.
+        let mut ops = Vec::new();
+        let mut t = 5.0;
+        while t < 30_000.0 {
+            if !(10_000.0..11_500.0).contains(&t) {
+                ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (t - 5.0, t)));
+            }
+            t += 10.0;
+        }
+        for late in [30_500.0, 31_500.0, 32_500.0] {
+            ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (late - 2_000.0, late)));
+        }
+        let fault = Fault {
+            nemesis: Nemesis::PauseCassandra,
+            what: "x".into(),
+            at_s: 10.0,
+            healed_s: 12.0,
+        };
+        let r = recovery(fault, &ops, 30.0);
+        assert!((r.before_per_s - 100.0).abs() < 1.0, "{}", r.before_per_s);
+        // Windows starting from 9.5 s to 11.0 s hold fewer than 50: from 10.0 (the fault)
+        // to 11.0 + 1 s.
+        assert!((r.below_half_s - 2.0).abs() < 0.15, "below half {}", r.below_half_s);
+        assert!((r.first_ok_s.unwrap() - 1.5).abs() < 0.02);
+    }
 }

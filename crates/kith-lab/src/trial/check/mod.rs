@@ -55,20 +55,40 @@ pub const KINDS: [&str; 16] = [
 ];
 
 /// How stale an eventual read may be (milliseconds), as docs/service.md states it.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Bounds {
     /// An eventual friend list, behind a change whose answer carried no warning.
     pub friends_ms: f64,
     /// Behind a change whose answer warned that the cache was not updated: the lists'
     /// time to live.
     pub friends_warned_ms: f64,
-    /// An eventual profile (a read at consistency ONE).
+    /// An eventual profile (a read at consistency ONE), with every replica reachable all
+    /// along.
     pub profile_ms: f64,
+    /// The Cassandra nodes' outages (killed, paused, cut off, disk full: from, to, ms from
+    /// the run's start). A replica that missed writes answers reads at ONE with what it
+    /// holds until hinted handoff reaches it, so an eventual profile may lag by
+    /// `profile_ms` more than the outages before it.
+    pub outages_ms: Vec<(f64, f64)>,
 }
 
 impl Default for Bounds {
     fn default() -> Bounds {
-        Bounds { friends_ms: 1_000.0, friends_warned_ms: 60_000.0, profile_ms: 10_000.0 }
+        Bounds {
+            friends_ms: 1_000.0,
+            friends_warned_ms: 60_000.0,
+            profile_ms: 10_000.0,
+            outages_ms: Vec::new(),
+        }
+    }
+}
+
+impl Bounds {
+    /// How far behind an eventual profile read that began at `at_ms` may be.
+    pub fn profile_at(&self, at_ms: f64) -> f64 {
+        let out: f64 =
+            self.outages_ms.iter().filter(|o| o.0 < at_ms).map(|&(a, b)| b.min(at_ms) - a).sum();
+        self.profile_ms + out
     }
 }
 

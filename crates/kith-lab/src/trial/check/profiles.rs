@@ -39,7 +39,8 @@ pub fn check(ops: &[Op], initial: &State, quiet: &State, bounds: &Bounds, found:
         };
         let Some(r) = registers.get(uid) else { continue };
         let verdict = r.judge(op.invoke, done, name);
-        judge_read(verdict, *strong, bounds.profile_ms, bounds.profile_ms, found, || {
+        let bound = bounds.profile_at(op.invoke);
+        judge_read(verdict, *strong, bound, bound, found, || {
             format!("profile of {uid} read at {:.0} ms: {name:?}", op.invoke)
         });
     }
@@ -90,5 +91,41 @@ mod tests {
         let mut found = Anomalies::default();
         check(&ops, &initial, &names(&[(7, "zz")]), &Bounds::default(), &mut found);
         assert_eq!(found.count("overwritten"), 1);
+    }
+
+    #[test]
+    fn an_eventual_profile_may_lag_by_the_replica_outages_before_it_and_no_more() {
+        // Written at 1 s, overwritten at 5 s; read at ONE at 29.5 s with the first value:
+        // 24.5 s behind, as a replica paused from 2.7 to 15.8 s and from 18 to 29 s answers.
+        let ops = [
+            ok(1, Call::PutProfile { uid: 7, name: "a".into() }, (900.0, 960.0)),
+            ok(2, Call::PutProfile { uid: 7, name: "b".into() }, (5_000.0, 5_020.0)),
+            read(
+                3,
+                Call::Profile { uid: 7, strong: false },
+                (29_500.0, 29_520.0),
+                Value::Profile { name: "a".into() },
+            ),
+        ];
+        let (initial, quiet) = (names(&[(7, "init")]), names(&[(7, "b")]));
+        let mut found = Anomalies::default();
+        check(&ops, &initial, &quiet, &Bounds::default(), &mut found);
+        assert_eq!(found.count("stale-eventual"), 1, "no outage: 10 s at most");
+        let paused = Bounds {
+            outages_ms: vec![(2_700.0, 15_800.0), (18_000.0, 29_000.0)],
+            ..Bounds::default()
+        };
+        let mut found = Anomalies::default();
+        check(&ops, &initial, &quiet, &paused, &mut found);
+        assert_eq!(found.total(), 0, "24.1 s of outages before the read: {found:?}");
+        // One outage of 11 s is not enough for 24.5 s behind.
+        let short = Bounds { outages_ms: vec![(18_000.0, 29_000.0)], ..Bounds::default() };
+        let mut found = Anomalies::default();
+        check(&ops, &initial, &quiet, &short, &mut found);
+        assert_eq!(found.count("stale-eventual"), 1);
+        // An outage after the read counts for nothing; one under way counts up to the read.
+        let later = Bounds { outages_ms: vec![(2_000.0, 40_000.0)], ..Bounds::default() };
+        assert_eq!(later.profile_at(29_500.0), 10_000.0 + 27_500.0);
+        assert_eq!(later.profile_at(1_000.0), 10_000.0);
     }
 }
