@@ -113,6 +113,28 @@ const SPECULATIVE_TRIES: usize = 2;
 const KEEPALIVE_EVERY: Duration = Duration::from_secs(1);
 const KEEPALIVE_WITHIN: Duration = Duration::from_secs(1);
 
+/// The driver's default routing (replicas of the partition first), leaving out for a while a
+/// node whose answers take [`SLOW_NODE_FACTOR`] times the fastest node's: a node cut off from
+/// the others but not from kith answers every request it coordinates only after its timeout
+/// (2 s for writes, 5 s for reads), and keepalives do not catch it, as it answers those.
+fn balancing() -> std::sync::Arc<dyn scylla::policies::load_balancing::LoadBalancingPolicy> {
+    use scylla::policies::load_balancing::{DefaultPolicy, LatencyAwarenessBuilder};
+    DefaultPolicy::builder()
+        .token_aware(true)
+        .latency_awareness(
+            LatencyAwarenessBuilder::new()
+                .exclusion_threshold(SLOW_NODE_FACTOR)
+                .retry_period(SLOW_NODE_LEFT_OUT)
+                .minimum_measurements(20),
+        )
+        .build()
+}
+
+/// How much slower than the fastest node a node's average answer must be to be left out,
+/// and for how long it is (then tried again).
+const SLOW_NODE_FACTOR: f64 = 3.0;
+const SLOW_NODE_LEFT_OUT: Duration = Duration::from_secs(5);
+
 /// A session to the cluster: QUORUM by default, SERIAL for lightweight transactions, and a
 /// client-side timeout on every request.
 pub(crate) async fn connect(hosts: &[String]) -> Result<Session> {
@@ -130,6 +152,7 @@ pub(crate) async fn connect_at(hosts: &[String], level: Level) -> Result<Session
         .retry_policy(std::sync::Arc::new(Retries))
         .serial_consistency(Some(SerialConsistency::Serial))
         .request_timeout(Some(REQUEST_TIMEOUT))
+        .load_balancing_policy(balancing())
         .speculative_execution_policy(Some(std::sync::Arc::new(
             scylla::policies::speculative_execution::SimpleSpeculativeExecutionPolicy {
                 max_retry_count: SPECULATIVE_TRIES,
@@ -200,7 +223,8 @@ impl RetrySession for RetriesSession {
                 ) => return RetryDecision::DontRetry,
                 // A logged batch applied on too few replicas in time (it is in the batch log
                 // and will be applied), or a single write: it sets values, so sending it again
-                // once, while a replica is slow behind a dead one, is safe.
+                // once is safe; through another coordinator, as this one may be cut off from
+                // the replicas.
                 RequestAttemptError::DbError(
                     DbError::WriteTimeout {
                         write_type: WriteType::Batch | WriteType::Simple | WriteType::UnloggedBatch,
@@ -209,7 +233,7 @@ impl RetrySession for RetriesSession {
                     _,
                 ) if !self.timed_out => {
                     self.timed_out = true;
-                    return RetryDecision::RetrySameTarget(None);
+                    return RetryDecision::RetryNextTarget(None);
                 }
                 // A read that too few replicas answered in time (one slow, paused or dying
                 // node): once more through another coordinator, which may ask others.
