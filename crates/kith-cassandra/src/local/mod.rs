@@ -7,7 +7,6 @@
 
 pub mod clock;
 mod disk;
-mod hints;
 mod install;
 mod net;
 mod node;
@@ -20,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use hints::wait_hints_delivered;
 pub use install::{CASSANDRA_VERSION, default_home, ensure_jars};
 pub use node::{CQL_PORT, Node};
 
