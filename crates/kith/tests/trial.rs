@@ -19,7 +19,7 @@ fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
         "--runs",
         "1",
         "--load-s",
-        "6",
+        "8",
         "--users",
         "300",
         "--clients",
