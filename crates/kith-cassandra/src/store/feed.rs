@@ -6,6 +6,7 @@ use std::sync::PoisonError;
 use futures_util::StreamExt;
 use kith_store::{Error as StoreError, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES, Result};
 
+use super::intents::now_ms;
 use super::rows::{key, uid};
 use super::{CassandraStore, Writes, bad_rows, i, u};
 use crate::error::driver;
@@ -277,12 +278,6 @@ impl CassandraStore {
 /// How long a claim of an idempotency key goes on sending Paxos rounds that time out (see
 /// `claim_idempotency_record_impl`), 50 ms, 100 ms, 200 ms, … apart.
 const CLAIM_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// The record a lightweight transaction on the idempotency table found (`None`: it applied).
 fn lwt_record(

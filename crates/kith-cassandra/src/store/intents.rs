@@ -163,6 +163,7 @@ impl CassandraStore {
             let mut repaired = Vec::new();
             let mut done = BTreeSet::new();
             for (bucket, last) in due {
+                let mut settled = Vec::new();
                 for n in self.logged_intents(bucket).await? {
                     let age = now.saturating_sub(n.at_ms.max(0) as u64);
                     if age < INTENT_GRACE_MS {
@@ -171,9 +172,10 @@ impl CassandraStore {
                     if done.insert((n.uid, n.target)) {
                         repaired.push((n.uid, n.target, self.settle(n.uid, n.target, true).await?));
                     }
-                    if last {
-                        self.forget(&[n]).await;
-                    }
+                    settled.push(n);
+                }
+                if last {
+                    self.forget(&settled).await;
                 }
             }
             Ok::<_, StoreError>(repaired)
