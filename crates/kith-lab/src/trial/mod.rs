@@ -184,6 +184,7 @@ fn cluster(a: ClusterArgs) -> Result<()> {
         settle: Duration::from_secs_f64(a.settle_s),
         seed: a.seed,
         history_dir: a.history_dir.clone(),
+        commit: git_commit(),
     };
     let dir = tempfile::tempdir()?;
     let mut stage = stage(&a, dir.path().to_path_buf())?;

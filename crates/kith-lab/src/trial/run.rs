@@ -32,6 +32,8 @@ pub struct TrialConfig {
     pub settle: Duration,
     pub seed: u64,
     pub history_dir: Option<PathBuf>,
+    /// Recorded with each run.
+    pub commit: Option<String>,
 }
 
 /// The clusters, the loaded store, and the users the load touches.
@@ -98,6 +100,10 @@ pub struct RunReport {
     /// Where the history was written (JSON lines), if kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<String>,
+    /// The commit the invocation that made this run was started on (runs a `--resume`
+    /// kept may come from other builds).
+    #[serde(default)]
+    pub commit: Option<String>,
 }
 
 /// The longest the quiet reads wait for the servers' background work after the settle.
@@ -192,6 +198,7 @@ pub fn one(
         faults,
         background_s,
         history,
+        commit: config.commit.clone(),
     })
 }
 
