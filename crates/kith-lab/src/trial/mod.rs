@@ -127,6 +127,9 @@ struct Summary {
     unknown_share: f64,
     anomalies: BTreeMap<String, u64>,
     max_below_half_s: f64,
+    /// Of stretches that began while a fault held, and once healing had begun.
+    max_below_half_faulted_s: f64,
+    max_below_half_healing_s: f64,
     max_first_ok_s: f64,
 }
 
@@ -275,9 +278,11 @@ fn write(a: &ClusterArgs, out: &std::path::Path, runs: &[RunReport]) -> Result<(
             unknown_w += r.unknown_share * w as f64;
         }
         let faults = mine.iter().flat_map(|r| &r.faults);
-        let (mut below, mut first) = (0.0f64, 0.0f64);
+        let (mut below, mut faulted, mut healing, mut first) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
         for f in faults {
             below = below.max(f.below_half_s);
+            faulted = faulted.max(f.below_half_faulted_s);
+            healing = healing.max(f.below_half_healing_s.unwrap_or(0.0));
             first = first.max(f.first_ok_s.unwrap_or(f64::INFINITY));
         }
         summary.push(Summary {
@@ -288,6 +293,8 @@ fn write(a: &ClusterArgs, out: &std::path::Path, runs: &[RunReport]) -> Result<(
             unknown_share: if writes == 0 { 0.0 } else { unknown_w / writes as f64 },
             anomalies,
             max_below_half_s: below,
+            max_below_half_faulted_s: faulted,
+            max_below_half_healing_s: healing,
             max_first_ok_s: first,
         });
     }

@@ -136,6 +136,10 @@ pub struct Fault {
     pub nemesis: Nemesis,
     pub what: String,
     pub at_s: f64,
+    /// When healing began (the process restarted or resumed, the clock set right, the disk
+    /// emptied, the links mended); `None` in reports from before it was recorded.
+    #[serde(default)]
+    pub heal_began_s: Option<f64>,
     /// When it was healed (the process resumed or running again).
     pub healed_s: f64,
 }
@@ -229,10 +233,11 @@ pub fn run(
         } else {
             std::thread::sleep(hold);
         }
+        let heal_began_s = Some(start.elapsed().as_secs_f64());
         heal(broken, rig, servers)?;
         let healed_s = start.elapsed().as_secs_f64();
         eprintln!("trial: {healed_s:>6.1} s  healed");
-        faults.push(Fault { nemesis: kind, what, at_s, healed_s });
+        faults.push(Fault { nemesis: kind, what, at_s, heal_began_s, healed_s });
     }
     std::thread::sleep(end.saturating_sub(start.elapsed()));
     Ok(faults)

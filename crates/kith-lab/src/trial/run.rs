@@ -74,6 +74,13 @@ pub struct Recovery {
     /// The longest stretch after the fault of 1 s windows (one every 100 ms) each holding
     /// fewer than half as many, from the first one's start to the last one's end.
     pub below_half_s: f64,
+    /// The longest such stretch that began while the fault held (before healing began).
+    #[serde(default)]
+    pub below_half_faulted_s: f64,
+    /// The longest that began once healing had begun (a restarted node's start-up, hints
+    /// replayed to it, repairs); `None` in reports from before it was recorded.
+    #[serde(default)]
+    pub below_half_healing_s: Option<f64>,
     /// From the fault to the first acknowledged operation after it.
     pub first_ok_s: Option<f64>,
     /// From the fault to the first 1 s window back at half the rate before.
@@ -328,16 +335,16 @@ fn recovery(fault: Fault, ops: &[Op], load_s: f64) -> Recovery {
         if at > before_from { in_window(before_from, at) / (at - before_from) } else { 0.0 };
     let first_ok_s = acked.get(acked.partition_point(|&t| t <= at)).map(|t| t - at);
     let end = acked.last().copied().unwrap_or(at).min(load_s);
-    // 1 s windows starting every 100 ms from the fault.
-    let (mut below, mut run_start, mut back) = (0.0f64, None::<f64>, None);
+    // 1 s windows starting every 100 ms from the fault; a stretch of low ones runs from the
+    // first one's start to the last one's end.
+    let (mut stretches, mut run_start, mut back) = (Vec::new(), None::<f64>, None);
     let mut t = at;
     while t + 1.0 <= end {
         let low = in_window(t, t + 1.0) < before_per_s / 2.0;
         match (low, run_start) {
             (true, None) => run_start = Some(t),
             (false, Some(s)) => {
-                // From the first low window's start to the last one's end.
-                below = below.max(t - 0.1 + 1.0 - s);
+                stretches.push((s, t - 0.1 + 1.0 - s));
                 run_start = None;
             }
             _ => {}
@@ -348,9 +355,25 @@ fn recovery(fault: Fault, ops: &[Op], load_s: f64) -> Recovery {
         t += 0.1;
     }
     if let Some(s) = run_start {
-        below = below.max(end - s);
+        stretches.push((s, end - s));
     }
-    Recovery { fault, before_per_s, below_half_s: below, first_ok_s, back_to_half_s: back }
+    let longest = |from: f64, to: f64| {
+        stretches
+            .iter()
+            .filter(|(s, _)| (from..to).contains(s))
+            .map(|&(_, len)| len)
+            .fold(0.0, f64::max)
+    };
+    let heal = fault.heal_began_s.unwrap_or(f64::INFINITY);
+    Recovery {
+        before_per_s,
+        below_half_s: longest(f64::NEG_INFINITY, f64::INFINITY),
+        below_half_faulted_s: longest(f64::NEG_INFINITY, heal),
+        below_half_healing_s: fault.heal_began_s.map(|h| longest(h, f64::INFINITY)),
+        first_ok_s,
+        back_to_half_s: back,
+        fault,
+    }
 }
 
 #[cfg(test)]
@@ -377,6 +400,7 @@ mod tests {
             nemesis: Nemesis::PauseCassandra,
             what: "x".into(),
             at_s: 10.0,
+            heal_began_s: Some(12.0),
             healed_s: 12.0,
         };
         let r = recovery(fault, &ops, 30.0);
@@ -384,6 +408,34 @@ mod tests {
         // Windows starting from 9.5 s to 11.0 s hold fewer than 50: from 10.0 (the fault)
         // to 11.0 + 1 s.
         assert!((r.below_half_s - 2.0).abs() < 0.15, "below half {}", r.below_half_s);
+        assert_eq!(r.below_half_faulted_s, r.below_half_s, "it began while the fault held");
+        assert_eq!(r.below_half_healing_s, Some(0.0));
         assert!((r.first_ok_s.unwrap() - 1.5).abs() < 0.02);
+    }
+
+    #[test]
+    fn recovery_tells_a_stretch_during_the_fault_from_one_after_healing_began() {
+        // 100 a second, none from 10 s to 11.5 s (the fault, from 10 s) and none from 20 s
+        // to 23 s (a restart that began at 14 s).
+        let mut ops = Vec::new();
+        let mut t = 5.0;
+        while t < 40_000.0 {
+            if !(10_000.0..11_500.0).contains(&t) && !(20_000.0..23_000.0).contains(&t) {
+                ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (t - 5.0, t)));
+            }
+            t += 10.0;
+        }
+        let fault = Fault {
+            nemesis: Nemesis::KillCassandra,
+            what: "x".into(),
+            at_s: 10.0,
+            heal_began_s: Some(14.0),
+            healed_s: 30.0,
+        };
+        let r = recovery(fault, &ops, 40.0);
+        assert!((r.below_half_faulted_s - 2.0).abs() < 0.15, "{}", r.below_half_faulted_s);
+        let healing = r.below_half_healing_s.unwrap();
+        assert!((3.7..4.1).contains(&healing), "{healing}");
+        assert_eq!(r.below_half_s, healing);
     }
 }
