@@ -174,9 +174,9 @@ enum Target {
 }
 
 /// Runs `nemesis` faults from `start` until `end` (from the start), one at a time with a
-/// gap of 2–5 s before each, each held 1–20 s for pauses, 4–20 s for skews and 3–10 s for
-/// kills (less when the load ends sooner, so that each fault is healed a second before it
-/// ends). A skewed clock is stepped to the other side of the true time halfway through.
+/// gap of 2–5 s before each (and a tenth of the load, at most 8 s, more before the first),
+/// each held 1–20 s for pauses, 4–20 s for skews and 3–10 s for kills (less when the load
+/// ends sooner, so that each fault is healed a second before it ends). A skewed clock is stepped to the other side of the true time halfway through.
 pub fn run(
     nemesis: Nemesis,
     rig: &mut Rig,
@@ -190,8 +190,12 @@ pub fn run(
         std::thread::sleep(end.saturating_sub(start.elapsed()));
         return Ok(faults);
     }
+    // The first fault waits a tenth of the load more (at most 8 s), so that the rate it is
+    // measured against is the steady one and not only the first seconds' ramp-up.
+    let mut gap_extra = (end / 10).min(Duration::from_secs(8));
     loop {
-        let gap = Duration::from_millis(rng.random_range(2_000..5_000));
+        let gap = Duration::from_millis(rng.random_range(2_000..5_000)) + gap_extra;
+        gap_extra = Duration::ZERO;
         let kind = match nemesis {
             Nemesis::Mix => {
                 let kinds: Vec<Nemesis> = ALL[1..ALL.len() - 1]

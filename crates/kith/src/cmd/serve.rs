@@ -254,16 +254,21 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
             journal,
             config,
             |addr| {
-                println!("kith serve: listening on http://{addr} ({describe})");
+                // Not println!: a parent that went away closed the pipe, and the server
+                // should go on serving rather than panic on its first line.
                 use std::io::Write;
-                let _ = std::io::stdout().flush();
+                let mut out = std::io::stdout();
+                let _ = writeln!(out, "kith serve: listening on http://{addr} ({describe})");
+                let _ = out.flush();
             },
             kith_server::shutdown_signal(),
         ))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     runtime.shutdown_timeout(Duration::from_secs(5));
     drop(store);
-    println!(
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout(),
         "kith serve: shut down cleanly (in-flight requests finished, write-back flushed, store closed)"
     );
     Ok(())
