@@ -40,7 +40,8 @@ pub struct Limits {
     /// a second, and idle or half-sent connections must not pile up.
     pub header_read_timeout: Duration,
     /// The time one request may take, reading its body included; after it the client gets
-    /// 408 `request_timeout`. Default 30 s: a 4 MiB data block at 1.5 Mbit/s fits.
+    /// 408 `request_timeout` while its body is still arriving, 504 `server_timeout` after.
+    /// Default 30 s: a 4 MiB data block at 1.5 Mbit/s fits.
     pub request_timeout: Duration,
     /// The most open connections; one more is answered 503 `overloaded` and closed.
     /// Default 4096, below the usual descriptor limit (the store needs descriptors too).

@@ -1,7 +1,8 @@
 //! The checks every request passes before it reaches a handler: its `Host` is one this
 //! server answers to (DNS rebinding), a write is not one a browser could send cross-site
 //! without a preflight (CSRF), the server is not already working on as many requests as it
-//! allows (load shedding), and the request finishes within its time (slow bodies).
+//! allows (load shedding), and the request finishes within its time: 408 when its body was
+//! still arriving (a slow client), 504 when the server itself took too long (a slow store).
 //!
 //! Why these: with no token a page on another site could otherwise add friendships with a
 //! plain form POST, and a page under a rebound DNS name could read every user through the
@@ -9,9 +10,13 @@
 //! `Sec-Fetch-Site` (what `curl`, scripts and the benchmarks send) pass unchanged.
 
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -123,14 +128,60 @@ pub(crate) async fn guard(State(g): State<Guard>, req: Request, next: Next) -> R
     let Ok(_permit) = g.in_flight.clone().try_acquire_owned() else {
         return overloaded("requests in progress").into_response();
     };
+    let received = Arc::new(AtomicBool::new(req.body().is_end_stream()));
+    let req = req.map(|inner| Body::new(Watched { inner, received: received.clone() }));
     match tokio::time::timeout(g.request_timeout, next.run(req)).await {
         Ok(response) => response,
-        Err(_) => ApiError::new(
+        Err(_) if !received.load(Ordering::Acquire) => ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
             "request_timeout",
-            format!("the request took longer than {} ms", g.request_timeout.as_millis()),
+            format!(
+                "the request's body did not arrive within {} ms",
+                g.request_timeout.as_millis()
+            ),
         )
         .into_response(),
+        Err(_) => ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "server_timeout",
+            format!(
+                "the server did not finish the request within {} ms; a write may or may not \
+                 have been applied (retry it with the same Idempotency-Key)",
+                g.request_timeout.as_millis()
+            ),
+        )
+        .into_response(),
+    }
+}
+
+/// A request body that notes when its last byte has arrived, so that a request past its
+/// time is told from a slow client (408) or a slow server (504).
+struct Watched {
+    inner: Body,
+    received: Arc<AtomicBool>,
+}
+
+impl HttpBody for Watched {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.received.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -222,5 +273,64 @@ mod tests {
         ] {
             assert!(g.cross_site(&bad, host).is_some(), "{bad:?}");
         }
+    }
+
+    /// A body whose bytes never arrive.
+    struct Stalled;
+
+    impl HttpBody for Stalled {
+        type Data = Bytes;
+        type Error = axum::Error;
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+            Poll::Pending
+        }
+    }
+
+    async fn status_of(body: Body, path: &str) -> (StatusCode, String) {
+        use tower::ServiceExt;
+        let mut g = guard(true, &[]);
+        g.request_timeout = Duration::from_millis(200);
+        let app = axum::Router::new()
+            .route(
+                "/slow",
+                axum::routing::post(|body: Body| async move {
+                    let _ = axum::body::to_bytes(body, 1 << 20).await;
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    "late"
+                }),
+            )
+            .route(
+                "/echo",
+                axum::routing::post(|body: Body| async move {
+                    axum::body::to_bytes(body, 1 << 20)
+                        .await
+                        .map(|b| b.len().to_string())
+                        .unwrap_or_default()
+                }),
+            )
+            .layer(axum::middleware::from_fn_with_state(g, super::guard));
+        let req = Request::post(path).header("host", "127.0.0.1:7070").body(body).unwrap();
+        let res = app.oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_request_past_its_time_is_a_slow_client_or_a_slow_server() {
+        let (status, text) = status_of(Body::new(Stalled), "/echo").await;
+        assert_eq!(status, StatusCode::REQUEST_TIMEOUT, "{text}");
+        assert!(text.contains("request_timeout"), "{text}");
+        // The whole body arrived (or there was none), and the handler took the time.
+        for body in [Body::from("{}"), Body::empty()] {
+            let (status, text) = status_of(body, "/slow").await;
+            assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{text}");
+            assert!(text.contains("server_timeout"), "{text}");
+        }
+        let (status, text) = status_of(Body::from("abc"), "/echo").await;
+        assert_eq!((status, text.as_str()), (StatusCode::OK, "3"));
     }
 }

@@ -51,6 +51,8 @@ pub async fn send(
     let outcome = match (status, json["error"].as_str()) {
         // Too few replicas answered in time: the write may have been applied.
         (503, Some("store_unavailable")) => Outcome::Unknown,
+        // The server gave up on its own request (`server_timeout`): likewise.
+        (504, _) => Outcome::Unknown,
         _ => Outcome::of_status(call, status),
     };
     let warned = json["warnings"].as_array().is_some_and(|w| !w.is_empty());

@@ -207,11 +207,13 @@ fn cluster(a: ClusterArgs) -> Result<()> {
                 continue;
             }
             eprintln!("trial: {} run {}", nemesis.name(), run + 1);
+            let began = std::time::Instant::now();
             let r = run::one(&config, &mut stage, nemesis, run)?;
             eprintln!(
-                "trial: {} run {}: {} anomalies {:?}, unknown {:.2} %, background work {}",
+                "trial: {} run {} ({:.0} s): {} anomalies {:?}, unknown {:.2} %, background work {}",
                 nemesis.name(),
                 run + 1,
+                began.elapsed().as_secs_f64(),
                 r.anomalies.total(),
                 r.anomalies.counts.iter().filter(|(_, n)| **n > 0).collect::<Vec<_>>(),
                 r.unknown_share * 100.0,
