@@ -14,6 +14,7 @@ mod client;
 mod history;
 mod nemesis;
 mod quiet;
+mod recovery;
 mod run;
 mod workload;
 
@@ -115,6 +116,10 @@ struct ClusterArgs {
     /// Keep the runs `--out` already holds and run only the others.
     #[arg(long)]
     resume: bool,
+    /// With `--resume`: recompute the kept runs' recovery windows from their histories
+    /// (after their measure changed), failing if a history is gone.
+    #[arg(long, requires = "resume")]
+    rejudge: bool,
 }
 
 /// Per nemesis, over its runs.
@@ -177,6 +182,15 @@ fn cluster(a: ClusterArgs) -> Result<()> {
     } else {
         Vec::new()
     };
+    if a.rejudge {
+        for r in done.iter_mut().filter(|r| !r.faults.is_empty()) {
+            let history = r.history.clone().with_context(|| {
+                format!("{} run {}: no history kept to rejudge", r.nemesis.name(), r.run + 1)
+            })?;
+            recovery::rejudge(&mut r.faults, std::path::Path::new(&history), r.load_s)?;
+        }
+        write(&a, &out, &done)?;
+    }
     let config = TrialConfig {
         load: Duration::from_secs_f64(a.load_s),
         clients: a.clients,
@@ -189,6 +203,16 @@ fn cluster(a: ClusterArgs) -> Result<()> {
         history_dir: a.history_dir.clone(),
         commit: git_commit(),
     };
+    let left = a
+        .nemesis
+        .iter()
+        .flat_map(|&n| (0..a.runs).map(move |run| (n, run)))
+        .filter(|&(n, run)| !done.iter().any(|r| r.nemesis == n && r.run == run))
+        .count();
+    if left == 0 {
+        eprintln!("trial: every run is in {} already", out.display());
+        return write(&a, &out, &done);
+    }
     let dir = tempfile::tempdir()?;
     let mut stage = stage(&a, dir.path().to_path_buf())?;
     for &n in &a.nemesis {

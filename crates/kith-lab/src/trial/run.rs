@@ -17,6 +17,7 @@ use super::check::{self, Anomalies, Bounds};
 use super::history::{self, Call, Entry, Op, Outcome};
 use super::nemesis::{self, Fault, Nemesis, Servers};
 use super::quiet;
+use super::recovery::{self, Recovery};
 use super::workload::{self, Plan, Shared};
 use crate::rig::Rig;
 
@@ -62,29 +63,6 @@ pub struct Counts {
     pub unknown: u64,
     /// Attempts, retries included.
     pub attempts: u64,
-}
-
-/// How the service came back after a fault.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Recovery {
-    #[serde(flatten)]
-    pub fault: Fault,
-    /// Acknowledged operations per second in the 10 s before the fault.
-    pub before_per_s: f64,
-    /// The longest stretch after the fault of 1 s windows (one every 100 ms) each holding
-    /// fewer than half as many, from the first one's start to the last one's end.
-    pub below_half_s: f64,
-    /// The longest such stretch that began while the fault held (before healing began).
-    #[serde(default)]
-    pub below_half_faulted_s: f64,
-    /// The longest that began once healing had begun (a restarted node's start-up, hints
-    /// replayed to it, repairs); `None` in reports from before it was recorded.
-    #[serde(default)]
-    pub below_half_healing_s: Option<f64>,
-    /// From the fault to the first acknowledged operation after it.
-    pub first_ok_s: Option<f64>,
-    /// From the fault to the first 1 s window back at half the rate before.
-    pub back_to_half_s: Option<f64>,
 }
 
 /// One run's record.
@@ -192,7 +170,7 @@ pub fn one(
     drop(servers);
     let (ops_by_kind, unknown_share) = count(&entries, &ops);
     let load_s = config.load.as_secs_f64();
-    let faults = faults.into_iter().map(|f| recovery(f, &ops, load_s)).collect();
+    let faults = recovery::all(faults, &ops, load_s);
     Ok(RunReport {
         nemesis,
         run,
@@ -326,124 +304,4 @@ fn replica_outages(faults: &[Fault]) -> Vec<(f64, f64)> {
         })
         .map(|f| (f.at_s * 1e3, f.healed_s * 1e3))
         .collect()
-}
-
-/// The service's recovery after `fault`, from the acknowledged operations' completions up
-/// to the load's end (`load_s`; the clients stop sending then, and the last answers trickle
-/// in).
-fn recovery(fault: Fault, ops: &[Op], load_s: f64) -> Recovery {
-    let mut acked: Vec<f64> = ops.iter().filter_map(|o| o.complete).map(|ms| ms / 1e3).collect();
-    acked.sort_by(f64::total_cmp);
-    let in_window = |from: f64, to: f64| {
-        (acked.partition_point(|&t| t < to) - acked.partition_point(|&t| t < from)) as f64
-    };
-    let at = fault.at_s;
-    let before_from = (at - 10.0).max(0.0);
-    let before_per_s =
-        if at > before_from { in_window(before_from, at) / (at - before_from) } else { 0.0 };
-    let first_ok_s = acked.get(acked.partition_point(|&t| t <= at)).map(|t| t - at);
-    let end = acked.last().copied().unwrap_or(at).min(load_s);
-    // 1 s windows starting every 100 ms from the fault; a stretch of low ones runs from the
-    // first one's start to the last one's end.
-    let (mut stretches, mut run_start, mut back) = (Vec::new(), None::<f64>, None);
-    let mut t = at;
-    while t + 1.0 <= end {
-        let low = in_window(t, t + 1.0) < before_per_s / 2.0;
-        match (low, run_start) {
-            (true, None) => run_start = Some(t),
-            (false, Some(s)) => {
-                stretches.push((s, t - 0.1 + 1.0 - s));
-                run_start = None;
-            }
-            _ => {}
-        }
-        if !low && back.is_none() {
-            back = Some(t + 1.0 - at);
-        }
-        t += 0.1;
-    }
-    if let Some(s) = run_start {
-        stretches.push((s, end - s));
-    }
-    let longest = |from: f64, to: f64| {
-        stretches
-            .iter()
-            .filter(|(s, _)| (from..to).contains(s))
-            .map(|&(_, len)| len)
-            .fold(0.0, f64::max)
-    };
-    let heal = fault.heal_began_s.unwrap_or(f64::INFINITY);
-    Recovery {
-        before_per_s,
-        below_half_s: longest(f64::NEG_INFINITY, f64::INFINITY),
-        below_half_faulted_s: longest(f64::NEG_INFINITY, heal),
-        below_half_healing_s: fault.heal_began_s.map(|h| longest(h, f64::INFINITY)),
-        first_ok_s,
-        back_to_half_s: back,
-        fault,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trial::check::testing::ok;
-
-    #[test]
-    fn recovery_counts_the_low_windows_after_the_fault_and_not_the_load_s_end() {
-        // 100 acknowledged operations a second for 30 s but none from 10 s to 11.5 s, then
-        // a trickle of late answers after the load's end.
-        let mut ops = Vec::new();
-        let mut t = 5.0;
-        while t < 30_000.0 {
-            if !(10_000.0..11_500.0).contains(&t) {
-                ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (t - 5.0, t)));
-            }
-            t += 10.0;
-        }
-        for late in [30_500.0, 31_500.0, 32_500.0] {
-            ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (late - 2_000.0, late)));
-        }
-        let fault = Fault {
-            nemesis: Nemesis::PauseCassandra,
-            what: "x".into(),
-            at_s: 10.0,
-            heal_began_s: Some(12.0),
-            healed_s: 12.0,
-        };
-        let r = recovery(fault, &ops, 30.0);
-        assert!((r.before_per_s - 100.0).abs() < 1.0, "{}", r.before_per_s);
-        // Windows starting from 9.5 s to 11.0 s hold fewer than 50: from 10.0 (the fault)
-        // to 11.0 + 1 s.
-        assert!((r.below_half_s - 2.0).abs() < 0.15, "below half {}", r.below_half_s);
-        assert_eq!(r.below_half_faulted_s, r.below_half_s, "it began while the fault held");
-        assert_eq!(r.below_half_healing_s, Some(0.0));
-        assert!((r.first_ok_s.unwrap() - 1.5).abs() < 0.02);
-    }
-
-    #[test]
-    fn recovery_tells_a_stretch_during_the_fault_from_one_after_healing_began() {
-        // 100 a second, none from 10 s to 11.5 s (the fault, from 10 s) and none from 20 s
-        // to 23 s (a restart that began at 14 s).
-        let mut ops = Vec::new();
-        let mut t = 5.0;
-        while t < 40_000.0 {
-            if !(10_000.0..11_500.0).contains(&t) && !(20_000.0..23_000.0).contains(&t) {
-                ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (t - 5.0, t)));
-            }
-            t += 10.0;
-        }
-        let fault = Fault {
-            nemesis: Nemesis::KillCassandra,
-            what: "x".into(),
-            at_s: 10.0,
-            heal_began_s: Some(14.0),
-            healed_s: 30.0,
-        };
-        let r = recovery(fault, &ops, 40.0);
-        assert!((r.below_half_faulted_s - 2.0).abs() < 0.15, "{}", r.below_half_faulted_s);
-        let healing = r.below_half_healing_s.unwrap();
-        assert!((3.7..4.1).contains(&healing), "{healing}");
-        assert_eq!(r.below_half_s, healing);
-    }
 }
