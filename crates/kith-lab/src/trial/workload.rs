@@ -201,7 +201,8 @@ fn next_call(rng: &mut impl Rng, plan: &Plan, shared: &Shared, c: usize, seq: u6
 }
 
 /// Sends one logical operation: reads once; writes with a key, again on the next server
-/// while the answer is unknown or 503 (at most three attempts), sometimes first with a
+/// while the answer is unknown or 503 (at most four attempts, 0.5, 1 and 2 s apart after an
+/// unknown or 503 answer), sometimes first with a
 /// timeout too short to finish, sometimes to two servers at once.
 async fn run_op(
     http: &reqwest::Client,
@@ -253,15 +254,25 @@ async fn run_op(
         tries = 2;
         server = (other + 1) % n;
     }
-    while tries < 3 {
+    // Backing off as a client should: a Redis master's failover (about 2–4 s here) answers
+    // 503 at once, and three attempts in a row all met it, leaving the write unknown.
+    let mut backoff = Duration::from_millis(500);
+    while tries < ATTEMPTS {
         let done = attempt(tries, server, plan.timeout).await;
         tries += 1;
         if done == Next::Settled {
             return;
         }
         server = (server + 1) % n;
+        if done == Next::Retry && tries < ATTEMPTS {
+            tokio::time::sleep(backoff).await;
+            backoff *= 2;
+        }
     }
 }
+
+/// The most attempts of one keyed write.
+const ATTEMPTS: u32 = 4;
 
 /// What an attempt leaves for its operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
