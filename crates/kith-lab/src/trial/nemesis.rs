@@ -176,7 +176,8 @@ enum Target {
 /// Runs `nemesis` faults from `start` until `end` (from the start), one at a time with a
 /// gap of 2–5 s before each (and a tenth of the load, at most 8 s, more before the first),
 /// each held 1–20 s for pauses, 4–20 s for skews and 3–10 s for kills (less when the load
-/// ends sooner, so that each fault is healed a second before it ends). A skewed clock is stepped to the other side of the true time halfway through.
+/// ends sooner, so that each fault is healed a second before it ends). A skewed clock is
+/// stepped to the other side of the true time halfway through.
 pub fn run(
     nemesis: Nemesis,
     rig: &mut Rig,

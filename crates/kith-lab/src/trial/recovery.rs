@@ -123,18 +123,24 @@ mod tests {
     use super::*;
     use crate::trial::check::testing::ok;
 
-    #[test]
-    fn recovery_counts_the_low_windows_after_the_fault_and_not_the_load_s_end() {
-        // 100 acknowledged operations a second for 30 s but none from 10 s to 11.5 s, then
-        // a trickle of late answers after the load's end.
+    /// 100 acknowledged operations a second from 0 to `until_ms`, but none in `gaps` (ms).
+    fn steady(until_ms: f64, gaps: &[std::ops::Range<f64>]) -> Vec<Op> {
         let mut ops = Vec::new();
         let mut t = 5.0;
-        while t < 30_000.0 {
-            if !(10_000.0..11_500.0).contains(&t) {
+        while t < until_ms {
+            if !gaps.iter().any(|g| g.contains(&t)) {
                 ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (t - 5.0, t)));
             }
             t += 10.0;
         }
+        ops
+    }
+
+    #[test]
+    fn recovery_counts_the_low_windows_after_the_fault_and_not_the_load_s_end() {
+        // 100 acknowledged operations a second for 30 s but none from 10 s to 11.5 s, then
+        // a trickle of late answers after the load's end.
+        let mut ops = steady(30_000.0, &[10_000.0..11_500.0]);
         for late in [30_500.0, 31_500.0, 32_500.0] {
             ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (late - 2_000.0, late)));
         }
@@ -159,14 +165,7 @@ mod tests {
     fn recovery_tells_a_stretch_during_the_fault_from_one_after_healing_began() {
         // 100 a second, none from 10 s to 11.5 s (the fault, from 10 s) and none from 20 s
         // to 23 s (a restart that began at 14 s).
-        let mut ops = Vec::new();
-        let mut t = 5.0;
-        while t < 40_000.0 {
-            if !(10_000.0..11_500.0).contains(&t) && !(20_000.0..23_000.0).contains(&t) {
-                ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (t - 5.0, t)));
-            }
-            t += 10.0;
-        }
+        let ops = steady(40_000.0, &[10_000.0..11_500.0, 20_000.0..23_000.0]);
         let fault = Fault {
             nemesis: Nemesis::KillCassandra,
             what: "x".into(),
@@ -184,14 +183,7 @@ mod tests {
     #[test]
     fn each_fault_is_judged_until_the_next_one() {
         // 100 a second, none from 25 s to 27 s: after the second fault, not the first.
-        let mut ops = Vec::new();
-        let mut t = 5.0;
-        while t < 40_000.0 {
-            if !(25_000.0..27_000.0).contains(&t) {
-                ops.push(ok(ops.len() as u64, Call::Feed { uid: 1 }, (t - 5.0, t)));
-            }
-            t += 10.0;
-        }
+        let ops = steady(40_000.0, &[25_000.0..27_000.0]);
         let fault = |at_s: f64| Fault {
             nemesis: Nemesis::PauseKith,
             what: "x".into(),
