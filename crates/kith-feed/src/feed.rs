@@ -23,6 +23,7 @@ use crate::task::blocking;
 use marks::Marks;
 
 mod background;
+mod claim;
 mod follows;
 mod friends;
 mod idempotent;
@@ -230,7 +231,7 @@ impl Feed {
         let who = owner.clone();
         let (server, watermark, highest) =
             blocking(move || -> kith_store::Result<(u16, u64, u64)> {
-                let Some(n) = e.claim_server(&who, LEASE, None)? else {
+                let Some(n) = claim::claim_number(&*e, &who)? else {
                     return Err(kith_store::Error::Unavailable(format!(
                         "every server number of this store ({}) is held by a running server",
                         e.server_slots()

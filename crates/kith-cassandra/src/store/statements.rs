@@ -71,7 +71,8 @@ statements! { Fixed(ks: &str) {
     server_claim = false, "INSERT INTO {ks}.servers (n, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?";
     server_renew = false, "UPDATE {ks}.servers USING TTL ? SET owner = ? WHERE n = ? IF owner = ?";
     server_release = false, "DELETE FROM {ks}.servers WHERE n = ? IF owner = ?";
-    servers_all = true, "SELECT n FROM {ks}.servers";
+    servers_all = true, "SELECT n, owner FROM {ks}.servers";
+    server_owner = true, "SELECT owner FROM {ks}.servers WHERE n = ?";
     repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?)";
     repush_get = true, "SELECT ticket FROM {ks}.repushes WHERE author = ?";
     repush_all = true, "SELECT author FROM {ks}.repushes";

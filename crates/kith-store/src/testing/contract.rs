@@ -357,6 +357,9 @@ fn check_servers(engine: &dyn Engine) {
     let a = engine.claim_server("owner-a", lease, None).unwrap().expect("a free number");
     assert!(a < slots, "server {a} of {slots}");
     assert!(engine.renew_server(a, "owner-a", lease).unwrap());
+    // A claim again by the same owner (its first claim's answer lost) finds its number.
+    assert_eq!(engine.claim_server("owner-a", lease, None).unwrap(), Some(a), "claimed again");
+    assert_eq!(engine.claim_server("owner-a", lease, Some(a)).unwrap(), Some(a), "its own");
     if slots > 1 {
         let b = engine.claim_server("owner-b", lease, None).unwrap().expect("a second number");
         assert_ne!(a, b);
