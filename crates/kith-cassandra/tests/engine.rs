@@ -49,8 +49,50 @@ fn the_cassandra_store_keeps_the_contract() {
     kith_store::testing::contract(&store);
     // The copies followed every profile write and friendship change of the contract.
     testing::check_friends_profiles(&store);
+    a_finished_record_replaces_a_claim_stamped_ahead(&store, &options.keyspace);
     drop(store);
     drop_store(&options).unwrap();
+}
+
+/// A claim made through a Cassandra node whose clock ran a minute ahead (its Paxos ballot
+/// stamps the cell), written here directly at that timestamp: the finished record stored
+/// after it must replace it. Written at the server's own clock, it lost, and every later
+/// attempt with the key found it still claimed and applied the write again.
+fn a_finished_record_replaces_a_claim_stamped_ahead(
+    store: &kith_cassandra::CassandraStore,
+    ks: &str,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let session = scylla::client::session_builder::SessionBuilder::new()
+            .known_nodes(testing::hosts())
+            .build()
+            .await
+            .unwrap();
+        let ahead_us =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros()
+                as i64
+                + 60_000_000;
+        session
+            .query_unpaged(
+                format!(
+                    "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) \
+                     VALUES ('ahead', 9, {}, 0x02) USING TIMESTAMP {ahead_us} AND TTL 600",
+                    i64::MAX / 4
+                ),
+                (),
+            )
+            .await
+            .unwrap();
+    });
+    let finished = kith_store::IdempotencyRecord {
+        key: "ahead".into(),
+        fingerprint: 9,
+        expires_ms: u64::MAX / 4,
+        result: vec![1],
+    };
+    store.put_idempotency_record(&finished).unwrap();
+    assert_eq!(store.idempotency_record("ahead").unwrap(), Some(finished));
 }
 
 #[test]

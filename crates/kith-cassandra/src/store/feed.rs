@@ -266,13 +266,50 @@ impl CassandraStore {
         })
     }
 
+    /// Stores a finished record over whatever is under its key, the claim included. The
+    /// claim was written by a lightweight transaction at its Paxos ballot's timestamp, from
+    /// its coordinator's clock: a record written at this coordinator's clock would lose to
+    /// a claim made through a node whose clock ran ahead, and every later attempt would
+    /// find the key still claimed and apply the write again (a follow undone by a late
+    /// second unfollow, in `skew-cassandra` trials). So it is written just past the
+    /// stored cell's timestamp when that is ahead of this server's clock.
     pub(crate) fn put_idempotency_record_impl(&self, record: &IdempotencyRecord) -> Result<()> {
+        let (key, ttl) = self.record_key_ttl(record)?;
         self.wait(async {
-            let mut w = Writes::logged();
-            self.push_record(&mut w, record)?;
-            w.run(self.session(), "storing an idempotency record").await
+            let rows = self
+                .session()
+                .execute_unpaged(&self.fixed.record_written, (&key,))
+                .await
+                .map_err(|e| driver("reading an idempotency record's timestamp", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("idempotency record", e))?;
+            let stored = rows
+                .maybe_first_row::<(Option<i64>,)>()
+                .map_err(|e| bad_rows("idempotency record", e))?
+                .and_then(|(t,)| t);
+            let at = record_timestamp(stored, now_us());
+            let values =
+                (&key, i(record.fingerprint), i(record.expires_ms), &record.result, at, ttl);
+            self.session()
+                .execute_unpaged(&self.fixed.record_put_at, values)
+                .await
+                .map_err(|e| driver("storing an idempotency record", e))?;
+            Ok(())
         })
     }
+}
+
+/// The write timestamp (µs) of a record stored over a cell written at `stored`: this
+/// server's clock, or just past the cell when that is ahead.
+fn record_timestamp(stored: Option<i64>, now_us: i64) -> i64 {
+    stored.map_or(now_us, |t| now_us.max(t.saturating_add(1)))
+}
+
+/// This server's clock in microseconds since the epoch.
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// How long a claim of an idempotency key goes on sending Paxos rounds that time out (see
@@ -308,4 +345,17 @@ fn lwt_record(
         expires_ms: big("expires_ms"),
         result,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record_timestamp;
+
+    #[test]
+    fn a_record_is_stamped_past_a_claim_from_a_clock_ahead() {
+        assert_eq!(record_timestamp(None, 1_000), 1_000);
+        assert_eq!(record_timestamp(Some(400), 1_000), 1_000);
+        assert_eq!(record_timestamp(Some(60_000_000), 1_000), 60_000_001);
+        assert_eq!(record_timestamp(Some(i64::MAX), 1_000), i64::MAX);
+    }
 }

@@ -79,6 +79,8 @@ statements! { Fixed(ks: &str) {
     repush_delete = true, "DELETE FROM {ks}.repushes WHERE author = ?";
     record_put = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TTL ?";
     record_get = true, "SELECT fingerprint, expires_ms, result FROM {ks}.idempotency WHERE key = ?";
+    record_written = true, "SELECT writetime(result) FROM {ks}.idempotency WHERE key = ?";
+    record_put_at = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?";
     record_claim = false, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?";
     record_replace = false, "UPDATE {ks}.idempotency USING TTL ? SET fingerprint = ?, expires_ms = ?, result = ? WHERE key = ? IF expires_ms = ?";
 }}

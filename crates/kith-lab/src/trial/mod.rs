@@ -92,6 +92,11 @@ struct ClusterArgs {
     /// A client's patience with one request (ms); an answer later than this is unknown.
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// How long a client waits on one server before it sends a read or a keyed write to
+    /// another (ms; the last attempt waits `--timeout-ms`); 0: as long as `--timeout-ms`.
+    /// A client that moves on so keeps going while a server is paused.
+    #[arg(long, default_value_t = 0)]
+    patience_ms: u64,
     /// Seconds to let the system settle after the faults are healed, before the quiet reads
     /// (three times as long after a kith server was killed: its lease must lapse).
     #[arg(long, default_value_t = 3.0)]
@@ -198,6 +203,7 @@ fn cluster(a: ClusterArgs) -> Result<()> {
         feeds: a.feed.clone(),
         caches: a.cache.clone(),
         timeout: Duration::from_millis(a.timeout_ms),
+        patience: Duration::from_millis(patience_ms(&a)),
         settle: Duration::from_secs_f64(a.settle_s),
         seed: a.seed,
         history_dir: a.history_dir.clone(),
@@ -332,9 +338,17 @@ fn write(a: &ClusterArgs, out: &std::path::Path, runs: &[RunReport]) -> Result<(
         setup: format!(
             "3 kith serve over 3 Cassandra nodes (heap 512 MiB, RF 3, QUORUM) and a Redis Cluster \
              of 3 masters with a replica each (node timeout 1 s), on loopback; {} clients, {} s \
-             per run, {} of {} LFR users touched ({} hot), client timeout {} ms; feeds {:?} in \
-             turn, caches {:?}",
-            a.clients, a.load_s, a.playground, a.users, a.hot, a.timeout_ms, a.feed, a.cache
+             per run, {} of {} LFR users touched ({} hot), client timeout {} ms (on one server: {} ms); \
+             feeds {:?} in turn, caches {:?}",
+            a.clients,
+            a.load_s,
+            a.playground,
+            a.users,
+            a.hot,
+            a.timeout_ms,
+            patience_ms(a),
+            a.feed,
+            a.cache
         ),
         summary,
         runs: runs.to_vec(),
@@ -354,4 +368,12 @@ fn is_write(kind: &str) -> bool {
             | "follow"
             | "unfollow"
     )
+}
+
+/// A client's wait on one server (`--patience-ms`, 0 meaning `--timeout-ms`).
+fn patience_ms(a: &ClusterArgs) -> u64 {
+    match a.patience_ms {
+        0 => a.timeout_ms,
+        p => p.min(a.timeout_ms),
+    }
 }

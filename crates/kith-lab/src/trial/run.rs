@@ -30,6 +30,8 @@ pub struct TrialConfig {
     pub feeds: Vec<String>,
     pub caches: Vec<String>,
     pub timeout: Duration,
+    /// A client's wait on one server before it sends a read or keyed write to another.
+    pub patience: Duration,
     pub settle: Duration,
     pub seed: u64,
     pub history_dir: Option<PathBuf>,
@@ -119,6 +121,7 @@ pub fn one(
         clients: config.clients,
         duration: config.load,
         timeout: config.timeout,
+        patience: config.patience,
         seed: config.seed * 1000 + run as u64 * 10 + nemesis as u64,
     });
     // Each run starts from profiles of its own, written with every replica up: a replica

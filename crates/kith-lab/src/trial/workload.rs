@@ -27,6 +27,9 @@ pub struct Plan {
     pub duration: Duration,
     /// A client's patience with one request.
     pub timeout: Duration,
+    /// How long it waits on one server before it sends a read or a keyed write to another
+    /// (the last attempt waits `timeout`).
+    pub patience: Duration,
     pub seed: u64,
 }
 
@@ -88,7 +91,10 @@ pub async fn health_checks(shared: Arc<Shared>, until: Instant) {
                 .await
                 .is_ok_and(|r| r.status().is_success());
             failures[i] = if ok { 0 } else { failures[i] + 1 };
-            shared.down[i].store(failures[i] >= 2, std::sync::atomic::Ordering::Relaxed);
+            // A failure never brings a server back (a client may have left it out already).
+            if ok || failures[i] >= 2 {
+                shared.down[i].store(!ok, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -200,10 +206,11 @@ fn next_call(rng: &mut impl Rng, plan: &Plan, shared: &Shared, c: usize, seq: u6
     }
 }
 
-/// Sends one logical operation: reads once; writes with a key, again on the next server
-/// while the answer is unknown or 503 (at most four attempts, 0.5, 1 and 2 s apart after an
-/// unknown or 503 answer), sometimes first with a
-/// timeout too short to finish, sometimes to two servers at once.
+/// Sends one logical operation: reads once (again on the next server when it reached none,
+/// or when the client's patience with one server ran out); writes with a key, again on the
+/// next server while the answer is unknown or 503 (at most four attempts, 0.5, 1 and 2 s
+/// apart after an answer of 503 or one within the client's patience), sometimes first
+/// with a timeout too short to finish, sometimes to two servers at once.
 async fn run_op(
     http: &reqwest::Client,
     plan: &Plan,
@@ -217,18 +224,37 @@ async fn run_op(
     let n = shared.servers.len();
     let mut server = shared.pick(rng);
     let keyed = call.takes_key();
+    let impatient = plan.patience < plan.timeout;
     let attempt = |attempt: u32, server: usize, timeout: Duration| {
         let (call, key) = (call.clone(), key.clone());
         async move {
             let invoke_ms = shared.ms();
             let a = send(http, &shared.servers[server], &call, Some(&key), timeout).await;
-            record(shared, op, attempt, client, server, invoke_ms, call, a)
+            let next = record(shared, op, attempt, client, server, invoke_ms, call, a);
+            // A server that let the client's patience run out is left out of new choices
+            // until a health check finds it up again, as a load balancer's passive check
+            // does.
+            if impatient && timeout == plan.patience && next == Next::Lost {
+                shared.down[server].store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            next
         }
+    };
+    // Every attempt but the last waits the client's patience with one server; the last,
+    // its whole timeout.
+    let wait = |tries: u32, most: u32| {
+        if tries + 1 < most { plan.patience.min(plan.timeout) } else { plan.timeout }
     };
     if !keyed {
         // Sent again only when it reached no server (no connection): then it did nothing.
-        for tries in 0..n as u32 {
-            if attempt(tries, server, plan.timeout).await != Next::Unreached {
+        // A read is also sent on when the client's patience ran out: reading twice is
+        // harmless. A whole-value `PUT` is not: it carries no key.
+        let most = n as u32;
+        for tries in 0..most {
+            let t = if call.is_write() { plan.timeout } else { wait(tries, most) };
+            let next = attempt(tries, server, t).await;
+            let gave_up = impatient && !call.is_write() && next == Next::Lost;
+            if next != Next::Unreached && !gave_up {
                 return;
             }
             server = (server + 1) % n;
@@ -246,8 +272,10 @@ async fn run_op(
     } else if pick < 8 {
         // The same write to two servers at once.
         let other = (server + 1) % n;
-        let (a, b) =
-            tokio::join!(attempt(0, server, plan.timeout), attempt(1, other, plan.timeout));
+        let (a, b) = tokio::join!(
+            attempt(0, server, wait(0, ATTEMPTS)),
+            attempt(1, other, wait(1, ATTEMPTS))
+        );
         if a == Next::Settled || b == Next::Settled {
             return;
         }
@@ -255,16 +283,18 @@ async fn run_op(
         server = (other + 1) % n;
     }
     // Backing off as a client should: a Redis master's failover (about 2–4 s here) answers
-    // 503 at once, and three attempts in a row all met it, leaving the write unknown.
+    // 503 at once, and three attempts in a row all met it, leaving the write unknown. A
+    // server that did not answer within the client's patience is left at once.
     let mut backoff = Duration::from_millis(500);
     while tries < ATTEMPTS {
-        let done = attempt(tries, server, plan.timeout).await;
+        let done = attempt(tries, server, wait(tries, ATTEMPTS)).await;
         tries += 1;
         if done == Next::Settled {
             return;
         }
         server = (server + 1) % n;
-        if done == Next::Retry && tries < ATTEMPTS {
+        let left_at_once = impatient && done == Next::Lost;
+        if done != Next::Unreached && !left_at_once && tries < ATTEMPTS {
             tokio::time::sleep(backoff).await;
             backoff *= 2;
         }
@@ -279,8 +309,11 @@ const ATTEMPTS: u32 = 4;
 enum Next {
     /// Answered: nothing to send again.
     Settled,
-    /// Unknown, or 503: a keyed write may be sent again.
+    /// Unknown with an answer (a 5xx), or 503: a keyed write may be sent again.
     Retry,
+    /// No answer in time, or the connection broke: the outcome is unknown, and a keyed
+    /// write may be sent again.
+    Lost,
     /// It reached no server (no connection): it did nothing, so any request may go again.
     Unreached,
 }
@@ -306,6 +339,7 @@ fn record(
     }
     let next = match (a.outcome, a.status) {
         (Outcome::Fail, None) => Next::Unreached,
+        (Outcome::Unknown, None) => Next::Lost,
         (Outcome::Unknown, _) | (_, Some(503)) => Next::Retry,
         _ => Next::Settled,
     };
@@ -323,4 +357,109 @@ fn record(
         warned: a.warned,
     });
     next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// A server that takes connections and never answers (a paused process), and one that
+    /// answers every request with a profile of its own; their base URLs.
+    async fn paused_and_live() -> (String, String) {
+        let paused = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let live = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let urls = (
+            format!("http://{}", paused.local_addr().unwrap()),
+            format!("http://{}", live.local_addr().unwrap()),
+        );
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = paused.accept().await {
+                held.push(s);
+            }
+        });
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = live.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf).await;
+                    let body = r#"{"name":"live"}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = s.write_all(format!("{head}{body}").as_bytes()).await;
+                });
+            }
+        });
+        urls
+    }
+
+    fn plan(timeout_ms: u64, patience_ms: u64) -> Plan {
+        Plan {
+            users: vec![1, 2],
+            hot: 1,
+            tag: "t".into(),
+            clients: 1,
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_millis(timeout_ms),
+            patience: Duration::from_millis(patience_ms),
+            seed: 1,
+        }
+    }
+
+    /// Runs `call` once from a client whose first pick is the paused server; its attempts.
+    async fn one_op(plan: &Plan, call: Call, seed: u64) -> (Vec<Entry>, Duration) {
+        let (paused, live) = paused_and_live().await;
+        let shared = Shared::new(vec![paused, live], Instant::now());
+        // The live server looks down to the health checks, so the first pick is the other.
+        shared.down[1].store(true, std::sync::atomic::Ordering::Relaxed);
+        let http = reqwest::Client::new();
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let began = Instant::now();
+        run_op(&http, plan, &shared, &mut rng, 0, call).await;
+        let history = std::mem::take(&mut *shared.history.lock().unwrap());
+        (history, began.elapsed())
+    }
+
+    #[tokio::test]
+    async fn an_impatient_client_leaves_a_paused_server_for_another() {
+        let plan = plan(5_000, 200);
+        let read = Call::Profile { uid: 1, strong: true };
+        let (h, took) = one_op(&plan, read, 1).await;
+        let op = &super::super::history::fold(&h)[0];
+        assert_eq!(op.outcome, Outcome::Ok, "{h:?}");
+        assert_eq!((h[0].server, h[0].outcome), (0, Outcome::Unknown));
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        // Keyed writes too, whichever way the client first sends them.
+        for seed in 0..12 {
+            let write = Call::AddFriend { u: 1, v: 2 };
+            let (h, took) = one_op(&plan, write, seed).await;
+            let op = &super::super::history::fold(&h)[0];
+            assert_eq!(op.outcome, Outcome::Ok, "seed {seed}: {h:?}");
+            assert!(took < Duration::from_secs(2), "seed {seed}: {took:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_without_a_key_waits_the_whole_timeout_and_is_not_sent_again() {
+        let plan = plan(600, 100);
+        let put = Call::PutProfile { uid: 1, name: "n".into() };
+        let (h, took) = one_op(&plan, put, 1).await;
+        assert_eq!(h.len(), 1, "one attempt: {h:?}");
+        assert_eq!(h[0].outcome, Outcome::Unknown);
+        assert!(took >= Duration::from_millis(600), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_patient_client_waits_its_whole_timeout_on_a_read() {
+        let plan = plan(300, 300);
+        let (h, took) = one_op(&plan, Call::Profile { uid: 1, strong: true }, 1).await;
+        assert_eq!(h.len(), 1, "one attempt: {h:?}");
+        assert_eq!(h[0].outcome, Outcome::Unknown);
+        assert!(took >= Duration::from_millis(300), "{took:?}");
+    }
 }
