@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use kith_store::Result;
-use scylla::statement::Consistency;
 
 use super::rows::lwt_outcome;
 use super::{CassandraStore, bad_rows, i};
@@ -48,54 +47,25 @@ impl CassandraStore {
         self.wait(async {
             let held = self.servers_held().await?;
             // A number this owner already holds is its own: an earlier claim of it timed
-            // out but was applied.
+            // out but was applied (the caller tries again after such a timeout).
             if let Some(&(n, _)) = held.iter().find(|(n, o)| o == owner && candidates.contains(n)) {
                 return Ok(Some(n));
             }
             let taken: Vec<u16> = held.iter().map(|&(n, _)| n).collect();
             for n in candidates.into_iter().filter(|n| !taken.contains(n)) {
-                let claimed = self
+                let rows = self
                     .session()
                     .execute_unpaged(&self.fixed.server_claim, (i32::from(n), owner, ttl_s(lease)))
-                    .await;
-                let rows = match claimed {
-                    Ok(r) => r.into_rows_result().map_err(|e| bad_rows("server claim", e))?,
-                    // A claim that timed out may still have been applied (a lightweight
-                    // transaction's outcome is then unknown): a serial read settles it. The
-                    // number is ours if the row names this owner; else the claim's error
-                    // stands, and the caller may try again.
-                    Err(e) => {
-                        let e = driver("claiming a server number", e);
-                        return match self.server_owner(n).await {
-                            Ok(Some(o)) if o == owner => Ok(Some(n)),
-                            _ => Err(e),
-                        };
-                    }
-                };
+                    .await
+                    .map_err(|e| driver("claiming a server number", e))?
+                    .into_rows_result()
+                    .map_err(|e| bad_rows("server claim", e))?;
                 if lwt_outcome(&rows, "n")?.0 {
                     return Ok(Some(n));
                 }
             }
             Ok(None)
         })
-    }
-
-    /// The owner of number `n`'s live lease, read at serial consistency: it sees, and
-    /// completes, any lightweight transaction on the row still in flight.
-    async fn server_owner(&self, n: u16) -> Result<Option<String>> {
-        let mut read = self.fixed.server_owner.clone();
-        read.set_consistency(Consistency::Serial);
-        let rows = self
-            .session()
-            .execute_unpaged(&read, (i32::from(n),))
-            .await
-            .map_err(|e| driver("reading a server number's owner", e))?
-            .into_rows_result()
-            .map_err(|e| bad_rows("server owner", e))?;
-        Ok(rows
-            .maybe_first_row::<(Option<String>,)>()
-            .map_err(|e| bad_rows("server owner", e))?
-            .and_then(|(o,)| o))
     }
 
     pub(crate) fn renew_server_impl(&self, n: u16, owner: &str, lease: Duration) -> Result<bool> {

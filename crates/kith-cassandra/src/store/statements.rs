@@ -72,7 +72,6 @@ statements! { Fixed(ks: &str) {
     server_renew = false, "UPDATE {ks}.servers USING TTL ? SET owner = ? WHERE n = ? IF owner = ?";
     server_release = false, "DELETE FROM {ks}.servers WHERE n = ? IF owner = ?";
     servers_all = true, "SELECT n, owner FROM {ks}.servers";
-    server_owner = true, "SELECT owner FROM {ks}.servers WHERE n = ?";
     repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?)";
     repush_get = true, "SELECT ticket FROM {ks}.repushes WHERE author = ?";
     repush_all = true, "SELECT author FROM {ks}.repushes";
