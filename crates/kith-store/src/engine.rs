@@ -135,6 +135,30 @@ pub trait Engine: Send + Sync + Debug {
     /// Removes the friendship u–v from both sides. Returns whether it existed.
     fn delete_friend(&self, u: u64, v: u64) -> Result<bool>;
 
+    /// [`Engine::add_friend`] (`add`) or [`Engine::delete_friend`] for one attempt of a
+    /// request under idempotency key `key`, whose other attempts may run on other servers:
+    /// nothing is written, and `None` returned, when the record under `key` is one that
+    /// `finished` accepts (another attempt answered the request) as the write is about to
+    /// go. Without this check an attempt delayed past another's answer, and past the
+    /// client's next write of the pair, undoes that write. By default the record is read
+    /// just before the write; a store whose writes carry timestamps reads it just after it
+    /// has chosen the write's, so that a write the check let through is stamped before any
+    /// answer of another attempt and loses to whatever the client wrote after that answer.
+    fn change_friendship_unless_finished(
+        &self,
+        u: u64,
+        v: u64,
+        add: bool,
+        key: &str,
+        finished: fn(&IdempotencyRecord) -> bool,
+    ) -> Result<Option<bool>> {
+        if self.idempotency_record(key)?.is_some_and(|r| finished(&r)) {
+            return Ok(None);
+        }
+        let changed = if add { self.add_friend(u, v)? } else { self.delete_friend(u, v)? };
+        Ok(Some(changed))
+    }
+
     /// One page of every user, (uid, profile), in the engine's order: the first `limit`
     /// after `cursor` (`None` = from the start), and the cursor of the next page if there is
     /// one. A cursor the engine can no longer honour is refused

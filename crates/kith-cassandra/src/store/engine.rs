@@ -59,11 +59,22 @@ impl Engine for CassandraStore {
     }
 
     fn add_friend(&self, u: u64, v: u64) -> Result<bool> {
-        self.change_friendship(u, v, true)
+        Ok(self.change_friendship(u, v, true, None)?.unwrap_or(false))
     }
 
     fn delete_friend(&self, u: u64, v: u64) -> Result<bool> {
-        self.change_friendship(u, v, false)
+        Ok(self.change_friendship(u, v, false, None)?.unwrap_or(false))
+    }
+
+    fn change_friendship_unless_finished(
+        &self,
+        u: u64,
+        v: u64,
+        add: bool,
+        key: &str,
+        finished: fn(&IdempotencyRecord) -> bool,
+    ) -> Result<Option<bool>> {
+        self.change_friendship(u, v, add, Some((key, finished)))
     }
 
     fn users_page(&self, cursor: Option<UsersCursor>, limit: usize) -> Result<UsersPage> {

@@ -170,24 +170,27 @@ impl CassandraStore {
     }
 
     pub(crate) fn idempotency_record_impl(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
-        self.wait(async {
-            let rows = self
-                .session()
-                .execute_unpaged(&self.fixed.record_get, (key,))
-                .await
-                .map_err(|e| driver("reading an idempotency record", e))?
-                .into_rows_result()
-                .map_err(|e| bad_rows("idempotency record", e))?;
-            Ok(rows
-                .maybe_first_row::<(Option<i64>, Option<i64>, Option<Vec<u8>>)>()
-                .map_err(|e| bad_rows("idempotency record", e))?
-                .map(|(f, e, r)| IdempotencyRecord {
-                    key: key.to_string(),
-                    fingerprint: f.map_or(0, u),
-                    expires_ms: e.map_or(0, u),
-                    result: r.unwrap_or_default(),
-                }))
-        })
+        self.wait(self.stored_record(key))
+    }
+
+    /// The idempotency record under `key` (QUORUM), if one is stored.
+    pub(super) async fn stored_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
+        let rows = self
+            .session()
+            .execute_unpaged(&self.fixed.record_get, (key,))
+            .await
+            .map_err(|e| driver("reading an idempotency record", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("idempotency record", e))?;
+        Ok(rows
+            .maybe_first_row::<(Option<i64>, Option<i64>, Option<Vec<u8>>)>()
+            .map_err(|e| bad_rows("idempotency record", e))?
+            .map(|(f, e, r)| IdempotencyRecord {
+                key: key.to_string(),
+                fingerprint: f.map_or(0, u),
+                expires_ms: e.map_or(0, u),
+                result: r.unwrap_or_default(),
+            }))
     }
 
     /// Stores `record` with a lightweight transaction unless a record is stored under its

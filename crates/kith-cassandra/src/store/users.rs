@@ -5,12 +5,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use kith_store::{
-    Error as StoreError, MAX_DATA_BYTES, Profile, ReadLevel, Result, User, UserWrite,
+    Error as StoreError, IdempotencyRecord, MAX_DATA_BYTES, Profile, ReadLevel, Result, User,
+    UserWrite,
 };
 
 use super::{CassandraStore, DATA_CHUNK_BYTES, Gen, MAX_BATCH_CHANGES, Writes, i};
 
 use super::rows::{Entry, FAN, Probe, key, too_large, unknown};
+
+/// A keyed write's check (see [`CassandraStore::change_friendship`]): its idempotency key,
+/// and which records under it are finished ones.
+type Unless<'a> = Option<(&'a str, fn(&IdempotencyRecord) -> bool)>;
 
 impl CassandraStore {
     pub(crate) fn put_user_impl(
@@ -178,8 +183,19 @@ impl CassandraStore {
         Ok(Some(UserWrite { created, touched }))
     }
 
-    /// Adds or drops u–v on whichever side lacks or has it, both sides in one logged batch.
-    pub(crate) fn change_friendship(&self, u: u64, v: u64, add: bool) -> Result<bool> {
+    /// Adds or drops u–v on whichever side lacks or has it, both sides in one logged batch;
+    /// whether either side changed. With `unless` (an idempotency key, and which of its
+    /// records are finished ones): `None`, writing nothing, when the key's record is finished
+    /// once the batch's timestamp is chosen (see [`Engine::change_friendship_unless_finished`]).
+    ///
+    /// [`Engine::change_friendship_unless_finished`]: kith_store::Engine::change_friendship_unless_finished
+    pub(crate) fn change_friendship(
+        &self,
+        u: u64,
+        v: u64,
+        add: bool,
+        unless: Unless<'_>,
+    ) -> Result<Option<bool>> {
         if u == v {
             return Err(StoreError::SelfFriendship(u));
         }
@@ -195,6 +211,13 @@ impl CassandraStore {
             // timestamp; only a newer write of the wanted state makes this answer hold. (The
             // fault trials found an acknowledged "already deleted" undone by such a replay.)
             let mut w = Writes::logged().at(self.stamp_after(pu.clock.max(pv.clock)));
+            // Read after the stamp: another attempt that answers after this read answers
+            // after the stamp too, so the client's next write is stamped later and wins.
+            if let Some((key, finished)) = unless
+                && self.stored_record(key).await?.is_some_and(|r| finished(&r))
+            {
+                return Ok(None);
+            }
             for (who, p, friend, friend_pos) in [(u, pu, v, pv.pos), (v, pv, u, pu.pos)] {
                 if add && !p.has && p.count >= kith_store::MAX_FRIENDS {
                     return Err(too_large("friend list", p.count + 1, kith_store::MAX_FRIENDS));
@@ -209,7 +232,7 @@ impl CassandraStore {
             w.run(self.session(), if add { "add_friend" } else { "delete_friend" }).await?;
             self.ensure_copies(&g, u, pu.pos, &[g.part(pv.pos)].into()).await?;
             self.ensure_copies(&g, v, pv.pos, &[g.part(pu.pos)].into()).await?;
-            Ok(changed)
+            Ok(Some(changed))
         })
     }
 

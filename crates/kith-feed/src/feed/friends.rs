@@ -133,7 +133,7 @@ impl Feed {
     /// change sees the new version and does not cache what it read. A failure is counted
     /// and reported, not returned: the change is in the engine, and the backend does not
     /// serve the lists it failed to drop.
-    async fn invalidate_friends(&self, uids: &[u64]) {
+    pub(super) async fn invalidate_friends(&self, uids: &[u64]) {
         if self.config.cache == CacheMode::None {
             return;
         }

@@ -72,6 +72,11 @@ fn refused(uid: u64, first: &[u8]) -> Option<Error> {
     }
 }
 
+/// Whether `r` is a live record of an attempt that answered (not a claim).
+fn answered(r: &IdempotencyRecord) -> bool {
+    r.expires_ms > now_ms() && r.result.first() != Some(&CLAIMED)
+}
+
 /// A claim's result: [`CLAIMED`] and a nonce unique to the attempt.
 fn claimed_marker() -> Vec<u8> {
     use std::hash::{BuildHasher, Hasher};
@@ -196,6 +201,11 @@ impl Feed {
             stored?;
             return Ok(Applied { value: (), replayed: false });
         }
+        if self.answered_elsewhere(&key, fp, uid).await? {
+            self.invalidate_followees(uid).await;
+            self.backfill(uid, &targets).await?;
+            return Ok(Applied { value: (), replayed: true });
+        }
         match self.follow_recording(uid, targets.clone(), None).await {
             // The other attempt that claimed the key stored it.
             Err(Error::Store(kith_store::Error::AlreadyFollowing { .. })) if claimed => {
@@ -237,6 +247,10 @@ impl Feed {
             stored?;
             return Ok(Applied { value: (), replayed: false });
         }
+        if self.answered_elsewhere(&key, fp, uid).await? {
+            self.invalidate_followees(uid).await;
+            return Ok(Applied { value: (), replayed: true });
+        }
         match self.unfollow_recording(uid, target, None).await {
             Err(Error::Store(kith_store::Error::NotFollowing { .. })) if claimed => {}
             Err(e) => {
@@ -272,10 +286,42 @@ impl Feed {
             return Ok(Applied { value: first.first() == Some(&1), replayed: true });
         };
         // A friendship write is idempotent: an attempt that finds another's claim applies it
-        // too, so that its answer holds whether or not that attempt finishes.
-        let changed = apply.await?;
+        // too, so that its answer holds whether or not that attempt finishes. Unless, as the
+        // write goes, another attempt has answered: the client may have changed the pair
+        // since, and this write would undo that.
+        let changed = if self.shared_store() {
+            let engine = self.engine.clone();
+            let k = key.clone();
+            let changed =
+                blocking(move || engine.change_friendship_unless_finished(u, v, add, &k, answered))
+                    .await;
+            self.invalidate_friends(&[u, v]).await;
+            match changed? {
+                Some(changed) => changed,
+                None => {
+                    let first = self.recorded(&key, fp).await?.unwrap_or_default();
+                    return Ok(Applied { value: first.first() == Some(&1), replayed: true });
+                }
+            }
+        } else {
+            apply.await?
+        };
         self.finish(self.record(key, fp, vec![u8::from(changed)])).await?;
         Ok(Applied { value: changed, replayed: claimed })
+    }
+
+    /// The result another attempt of this request answered with, if one has (a refusal of a
+    /// follow or unfollow is returned as the error it answered): read just before an attempt
+    /// that waited writes, so that it does not apply a request already answered, after which
+    /// the client may have written the same edge again.
+    async fn answered_elsewhere(&self, key: &str, fp: u64, uid: u64) -> Result<bool> {
+        let Some(first) = self.recorded(key, fp).await? else {
+            return Ok(false);
+        };
+        if let Some(e) = refused(uid, &first) {
+            return Err(e);
+        }
+        Ok(first.first() != Some(&CLAIMED))
     }
 
     /// Claims `key` (on a store several servers share; a process alone is serialised by the

@@ -173,6 +173,7 @@ pub fn contract(engine: &dyn Engine) {
     let mut users = r.friends.keys().copied();
     let (a, b) = (users.next().unwrap(), users.next().unwrap());
     check_records(engine, &mut r, a, b, next_post);
+    check_friendship_once(engine, &mut r, a, b);
     assert_eq!(engine.last_post_id().unwrap(), r.posts.keys().last().copied().unwrap_or(0));
     let unknown = next_uid + 1;
     assert!(matches!(engine.get_user(unknown), Err(Error::UnknownUser(x)) if x == unknown));
@@ -422,5 +423,43 @@ fn check_records(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64, next_po
             r.repushes_stored += 1;
         }
         assert!(engine.idempotency_record("unfollow").unwrap().is_some());
+    }
+}
+
+/// A keyed friendship write applies while its key holds no record or a claim, and is left
+/// out once the key holds a finished record (another attempt answered the request).
+fn check_friendship_once(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64) {
+    fn finished(r: &IdempotencyRecord) -> bool {
+        r.result.first() == Some(&1)
+    }
+    let record = |result: Vec<u8>| IdempotencyRecord {
+        key: "friend-once".into(),
+        fingerprint: 5,
+        expires_ms: u64::MAX / 2,
+        result,
+    };
+    let had = r.friends[&a].contains(&b);
+    let add = !had;
+    let got = engine.change_friendship_unless_finished(a, b, add, "friend-once", finished);
+    assert_eq!(got.unwrap(), Some(true), "no record: the write applies");
+    engine.put_idempotency_record(&record(vec![2])).unwrap();
+    let got = engine.change_friendship_unless_finished(a, b, add, "friend-once", finished);
+    assert_eq!(got.unwrap(), Some(false), "a claim: the write applies (again, unchanged)");
+    engine.put_idempotency_record(&record(vec![1])).unwrap();
+    let got = engine.change_friendship_unless_finished(a, b, had, "friend-once", finished);
+    assert_eq!(got.unwrap(), None, "a finished record: nothing written");
+    assert_eq!(
+        engine.get_all_friends(a).unwrap().contains(&b),
+        add,
+        "{a}–{b} as the first left it"
+    );
+    assert_eq!(engine.get_all_friends(b).unwrap().contains(&a), add);
+    for (x, y) in [(a, b), (b, a)] {
+        let list = r.friends.get_mut(&x).unwrap();
+        if add {
+            list.insert(y)
+        } else {
+            list.remove(&y)
+        };
     }
 }
