@@ -31,6 +31,7 @@ mod build;
 mod error;
 pub mod local;
 mod progress;
+mod retries;
 mod schema;
 mod store;
 #[doc(hidden)]

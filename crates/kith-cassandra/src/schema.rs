@@ -26,12 +26,8 @@ use std::time::{Duration, Instant};
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
-use scylla::errors::{DbError, RequestAttemptError, WriteType};
 use scylla::policies::host_filter::AllowListHostFilter;
 use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
-use scylla::policies::retry::{
-    DefaultRetrySession, RequestInfo, RetryDecision, RetryPolicy, RetrySession,
-};
 use scylla::statement::unprepared::Statement;
 use scylla::statement::{Consistency, SerialConsistency};
 
@@ -149,7 +145,7 @@ pub(crate) async fn connect_at(hosts: &[String], level: Level) -> Result<Session
     };
     let profile = ExecutionProfile::builder()
         .consistency(consistency)
-        .retry_policy(std::sync::Arc::new(Retries))
+        .retry_policy(std::sync::Arc::new(crate::retries::Retries))
         .serial_consistency(Some(SerialConsistency::Serial))
         .request_timeout(Some(REQUEST_TIMEOUT))
         .load_balancing_policy(balancing())
@@ -192,64 +188,6 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
             "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, write clocks, follow edges switched by lightweight transactions, follow intents by time); rebuild it with `kith store build --cassandra`"
         ))),
         _ => Ok(()),
-    }
-}
-
-/// The driver's default retries, but for a batch-log write timeout (not retried: the store
-/// sends the batch unlogged, `store/batchlog.rs`), other write timeouts of idempotent writes
-/// once on the same coordinator, and read timeouts once on another coordinator.
-#[derive(Debug)]
-struct Retries;
-
-impl RetryPolicy for Retries {
-    fn new_session(&self) -> Box<dyn RetrySession> {
-        Box::new(RetriesSession { default: DefaultRetrySession::new(), timed_out: false })
-    }
-}
-
-struct RetriesSession {
-    default: DefaultRetrySession,
-    timed_out: bool,
-}
-
-impl RetrySession for RetriesSession {
-    fn decide_should_retry(&mut self, info: RequestInfo<'_>) -> RetryDecision {
-        if info.is_idempotent && !info.consistency.is_serial() {
-            match info.error {
-                // Nothing applied; the store sends it again as an unlogged batch.
-                RequestAttemptError::DbError(
-                    DbError::WriteTimeout { write_type: WriteType::BatchLog, .. },
-                    _,
-                ) => return RetryDecision::DontRetry,
-                // A logged batch applied on too few replicas in time (it is in the batch log
-                // and will be applied), or a single write: it sets values, so sending it again
-                // once is safe; through another coordinator, as this one may be cut off from
-                // the replicas.
-                RequestAttemptError::DbError(
-                    DbError::WriteTimeout {
-                        write_type: WriteType::Batch | WriteType::Simple | WriteType::UnloggedBatch,
-                        ..
-                    },
-                    _,
-                ) if !self.timed_out => {
-                    self.timed_out = true;
-                    return RetryDecision::RetryNextTarget(None);
-                }
-                // A read that too few replicas answered in time (one slow, paused or dying
-                // node): once more through another coordinator, which may ask others.
-                RequestAttemptError::DbError(DbError::ReadTimeout { .. }, _) if !self.timed_out => {
-                    self.timed_out = true;
-                    return RetryDecision::RetryNextTarget(None);
-                }
-                _ => {}
-            }
-        }
-        self.default.decide_should_retry(info)
-    }
-
-    fn reset(&mut self) {
-        self.default.reset();
-        self.timed_out = false;
     }
 }
 

@@ -157,18 +157,29 @@ pub(super) async fn seed(
     }
     let mut made = Vec::new();
     let mut in_flight = tokio::task::JoinSet::new();
-    let mut jobs = jobs.into_iter();
+    let mut jobs = jobs.into_iter().enumerate();
     loop {
         while in_flight.len() < 32 {
-            let Some((url, body)) = jobs.next() else { break };
-            let req = http.post(url).json(&body);
+            let Some((n, (url, body))) = jobs.next() else { break };
+            let http = http.clone();
             in_flight.spawn(async move {
-                let r = req.send().await?;
-                let status = r.status();
-                let url = r.url().to_string();
-                let v: serde_json::Value = r.json().await.unwrap_or_default();
-                ensure!(status.is_success(), "seeding: {url}: {status}: {v}");
-                anyhow::Ok(v["id"].as_u64())
+                // Under its own key, so that a write sent again after a 503 (too few replicas
+                // answered in time: applied or not) is applied once.
+                let key = format!("bench-seed-{seed}-{n}");
+                let mut pause = Duration::from_millis(200);
+                loop {
+                    let r = http.post(&url).header("Idempotency-Key", &key).json(&body);
+                    let r = r.send().await?;
+                    let status = r.status();
+                    let v: serde_json::Value = r.json().await.unwrap_or_default();
+                    if status == reqwest::StatusCode::SERVICE_UNAVAILABLE && pause.as_secs() < 4 {
+                        tokio::time::sleep(pause).await;
+                        pause *= 2;
+                        continue;
+                    }
+                    ensure!(status.is_success(), "seeding: {url}: {status}: {v}");
+                    return anyhow::Ok(v["id"].as_u64());
+                }
             });
         }
         let Some(done) = in_flight.join_next().await else { break };
