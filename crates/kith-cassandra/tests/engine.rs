@@ -227,10 +227,18 @@ fn two_servers_racing_apply_each_write_once() {
             expires_ms: u64::MAX / 4,
             result: vec![result],
         };
-        // Each server claims until it gets an answer, as a client retrying would.
-        let claim = |store: &kith_cassandra::CassandraStore, result: u8| loop {
-            if let Ok(found) = store.claim_idempotency_record(&record(result)) {
-                return found;
+        // Each server claims until it gets an answer, as a client retrying would; for a
+        // minute at most, so a store that never answers fails the test instead of hanging it.
+        let claim = |store: &kith_cassandra::CassandraStore, result: u8| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                match store.claim_idempotency_record(&record(result)) {
+                    Ok(found) => return found,
+                    Err(e) if std::time::Instant::now() > deadline => {
+                        panic!("round {round}: no claim answered within a minute: {e}")
+                    }
+                    Err(_) => {}
+                }
             }
         };
         let (a, b) = std::thread::scope(|s| {
