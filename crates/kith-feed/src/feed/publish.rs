@@ -210,7 +210,7 @@ impl Feed {
     /// stores its post and the other refuses another post (`Error::PostIdTaken`); the same
     /// post again is stored again, with the time the claim holds, as a retry.
     async fn claim_post_id(&self, id: u64, author: u64, content: &str, ts: u64) -> Result<u64> {
-        // Twenty years: as long as Cassandra keeps anything.
+        // Twenty years, as long as Cassandra keeps anything (its store may keep it less).
         const FOREVER_MS: u64 = 20 * 365 * 24 * 3600 * 1000;
         let record = IdempotencyRecord {
             key: format!("\u{1}post-id {id}"),
