@@ -360,7 +360,7 @@ fn lwt_record(
 
 #[cfg(test)]
 mod tests {
-    use super::record_timestamp;
+    use super::{max_ttl_s, now_ms, record_timestamp};
 
     #[test]
     fn a_record_is_stamped_past_a_claim_from_a_clock_ahead() {
@@ -368,5 +368,12 @@ mod tests {
         assert_eq!(record_timestamp(Some(400), 1_000), 1_000);
         assert_eq!(record_timestamp(Some(60_000_000), 1_000), 60_000_001);
         assert_eq!(record_timestamp(Some(i64::MAX), 1_000), i64::MAX);
+    }
+
+    #[test]
+    fn records_expire_before_deletion_times_overflow_32_bits() {
+        let ttl = max_ttl_s();
+        assert!(now_ms() / 1000 + ttl < i32::MAX as u64, "a {ttl} s TTL ends past 2038");
+        assert!(ttl >= 60);
     }
 }
