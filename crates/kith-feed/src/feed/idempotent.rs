@@ -272,42 +272,39 @@ impl Feed {
         add: bool,
         key: Option<String>,
     ) -> Result<Applied<bool>> {
-        let apply = async {
-            if add { self.add_friend(u, v).await } else { self.delete_friend(u, v).await }
-        };
         let Some(key) = key else {
-            return Ok(Applied { value: apply.await?, replayed: false });
+            let changed =
+                if add { self.add_friend(u, v).await? } else { self.delete_friend(u, v).await? };
+            return Ok(Applied { value: changed, replayed: false });
         };
         let _guard = self.key_stripe(&key)?.lock().await;
         let op: &[u8] = if add { b"add_friend" } else { b"delete_friend" };
         let fp = fingerprint(&[op, &u.to_le_bytes(), &v.to_le_bytes()]);
         let Some(claimed) = self.claim_unless_done(&key, fp).await? else {
-            let first = self.recorded(&key, fp).await?.unwrap_or_default();
-            return Ok(Applied { value: first.first() == Some(&1), replayed: true });
+            return self.friend_replay(&key, fp).await;
         };
         // A friendship write is idempotent: an attempt that finds another's claim applies it
         // too, so that its answer holds whether or not that attempt finishes. Unless, as the
         // write goes, another attempt has answered: the client may have changed the pair
         // since, and this write would undo that.
-        let changed = if self.shared_store() {
-            let engine = self.engine.clone();
-            let k = key.clone();
-            let changed =
-                blocking(move || engine.change_friendship_unless_finished(u, v, add, &k, answered))
-                    .await;
-            self.invalidate_friends(&[u, v]).await;
-            match changed? {
-                Some(changed) => changed,
-                None => {
-                    let first = self.recorded(&key, fp).await?.unwrap_or_default();
-                    return Ok(Applied { value: first.first() == Some(&1), replayed: true });
-                }
-            }
-        } else {
-            apply.await?
+        let (engine, k) = (self.engine.clone(), key.clone());
+        let changed =
+            blocking(move || engine.change_friendship_unless_finished(u, v, add, &k, answered))
+                .await;
+        // Whatever the store answered: a write that failed after its batch applied changed
+        // the lists all the same.
+        self.invalidate_friends(&[u, v]).await;
+        let Some(changed) = changed? else {
+            return self.friend_replay(&key, fp).await;
         };
         self.finish(self.record(key, fp, vec![u8::from(changed)])).await?;
         Ok(Applied { value: changed, replayed: claimed })
+    }
+
+    /// A friendship write's answer from the record another attempt finished.
+    async fn friend_replay(&self, key: &str, fp: u64) -> Result<Applied<bool>> {
+        let first = self.recorded(key, fp).await?.unwrap_or_default();
+        Ok(Applied { value: first.first() == Some(&1), replayed: true })
     }
 
     /// The result another attempt of this request answered with, if one has (a refusal of a
