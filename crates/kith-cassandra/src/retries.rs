@@ -7,7 +7,8 @@ use scylla::policies::retry::{
 
 /// The driver's default retries, but for a batch-log write timeout (not retried: the store
 /// sends the batch unlogged, `store/batchlog.rs`), and other write timeouts of idempotent
-/// writes and read timeouts once on another coordinator.
+/// writes (lightweight transactions included) and read timeouts once on another
+/// coordinator.
 #[derive(Debug)]
 pub(crate) struct Retries;
 
@@ -46,6 +47,12 @@ fn decide(error: &RequestAttemptError, serial: bool, moved_on: &mut bool) -> Opt
             write_type: WriteType::Batch | WriteType::Simple | WriteType::UnloggedBatch,
             ..
         } => next(moved_on),
+        // A lightweight transaction whose Paxos round did not complete in time: its
+        // coordinator may be cut off from the other replicas, and the driver sends every
+        // round on one partition to the same replica first. Only those whose callers tell
+        // their own earlier round from another's are idempotent (`store/statements.rs`); a
+        // round on another coordinator completes one left in progress before its own.
+        DbError::WriteTimeout { write_type: WriteType::Cas, .. } => next(moved_on),
         // A read that too few replicas answered in time (one slow, paused or dying node):
         // once more through another coordinator, which may ask others.
         DbError::ReadTimeout { .. } => next(moved_on),
@@ -95,6 +102,9 @@ mod tests {
         assert_eq!(decide(&batch_log, false, &mut moved_on), Some(RetryDecision::DontRetry));
         assert_eq!(decide(&timeout(WriteType::Batch), false, &mut moved_on), next());
         assert_eq!(decide(&timeout(WriteType::Simple), false, &mut moved_on), None);
+        let mut moved_on = false;
+        assert_eq!(decide(&timeout(WriteType::Cas), false, &mut moved_on), next());
+        assert_eq!(decide(&timeout(WriteType::Cas), false, &mut moved_on), None, "once");
         let mut moved_on = false;
         assert_eq!(decide(&timeout(WriteType::Simple), true, &mut moved_on), None, "serial");
         let read = RequestAttemptError::DbError(

@@ -99,8 +99,8 @@ pub enum Level {
 
 /// An idempotent request (a read, or a write that sets values) with no answer after this is
 /// sent to another node too, up to [`SPECULATIVE_TRIES`] more times: a paused or cut-off
-/// coordinator does not hold it until the request timeout. Lightweight transactions are not
-/// idempotent and are never sent twice.
+/// coordinator does not hold it until the request timeout. Lightweight transactions are
+/// never sent speculatively (`store/statements.rs`).
 const SPECULATIVE_AFTER: Duration = Duration::from_millis(250);
 const SPECULATIVE_TRIES: usize = 2;
 /// Connections to a node that answers no keepalive within [`KEEPALIVE_WITHIN`] are closed, so

@@ -220,7 +220,6 @@ impl CassandraStore {
         self.wait(async {
             let deadline = tokio::time::Instant::now() + CLAIM_WITHIN;
             let mut pause = std::time::Duration::from_millis(50);
-            let mut resent = false;
             loop {
                 let sent = async {
                     let rows = self
@@ -261,16 +260,14 @@ impl CassandraStore {
                     {
                         tokio::time::sleep(pause).await;
                         pause *= 2;
-                        resent = true;
                     }
-                    Ok(Some(r)) if resent && r == *record => return Ok(None),
+                    // This very record: an earlier round of this attempt applied it (sent
+                    // again here, or by the driver through another coordinator).
+                    Ok(Some(r)) if r == *record => return Ok(None),
                     // Another attempt replaced the expired record first: claim again (within
                     // the same bound, should the servers' clocks disagree on expiry).
                     Ok(Some(r))
-                        if r.expires_ms <= now_ms() && tokio::time::Instant::now() < deadline =>
-                    {
-                        resent = true;
-                    }
+                        if r.expires_ms <= now_ms() && tokio::time::Instant::now() < deadline => {}
                     sent => return sent,
                 }
             }

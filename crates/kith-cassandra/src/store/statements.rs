@@ -14,6 +14,15 @@ async fn prepare(session: &Session, cql: String, idempotent: bool) -> Result<Pre
     // Reads, and writes that set values (not counters, not appends), may be retried by the
     // driver on another node.
     p.set_is_idempotent(idempotent);
+    // A lightweight transaction is never sent to a second node while the first still runs
+    // it: two rounds on one partition at once contend, and each may have to start over.
+    // Those marked idempotent move on only after a timeout (`crate::retries`).
+    if cql.contains(" IF ") {
+        let once = session.get_default_execution_profile_handle().pointee_to_builder();
+        p.set_execution_profile_handle(Some(
+            once.speculative_execution_policy(None).build().into_handle(),
+        ));
+    }
     Ok(p)
 }
 
@@ -69,7 +78,7 @@ statements! { Fixed(ks: &str) {
     state_all = true, "SELECT name FROM {ks}.feed_state";
     state_delete = true, "DELETE FROM {ks}.feed_state WHERE name = ?";
     server_claim = false, "INSERT INTO {ks}.servers (n, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?";
-    server_renew = false, "UPDATE {ks}.servers USING TTL ? SET owner = ? WHERE n = ? IF owner = ?";
+    server_renew = true, "UPDATE {ks}.servers USING TTL ? SET owner = ? WHERE n = ? IF owner = ?";
     server_release = false, "DELETE FROM {ks}.servers WHERE n = ? IF owner = ?";
     servers_all = true, "SELECT n, owner FROM {ks}.servers";
     repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?)";
@@ -80,7 +89,7 @@ statements! { Fixed(ks: &str) {
     record_get = true, "SELECT fingerprint, expires_ms, result FROM {ks}.idempotency WHERE key = ?";
     record_written = true, "SELECT writetime(result) FROM {ks}.idempotency WHERE key = ?";
     record_put_at = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?";
-    record_claim = false, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?";
+    record_claim = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?";
     record_replace = false, "UPDATE {ks}.idempotency USING TTL ? SET fingerprint = ?, expires_ms = ?, result = ? WHERE key = ? IF expires_ms = ?";
 }}
 
