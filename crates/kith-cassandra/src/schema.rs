@@ -99,10 +99,13 @@ pub enum Level {
 
 /// An idempotent request (a read, or a write that sets values) with no answer after this is
 /// sent to another node too, up to [`SPECULATIVE_TRIES`] more times: a paused or cut-off
-/// coordinator does not hold it until the request timeout. Lightweight transactions are
-/// never sent speculatively (`store/statements.rs`).
+/// coordinator does not hold it until the request timeout.
 const SPECULATIVE_AFTER: Duration = Duration::from_millis(250);
 const SPECULATIVE_TRIES: usize = 2;
+/// An idempotent lightweight transaction (`store/statements.rs`) is sent to a second node
+/// once, later: two Paxos rounds on one partition at once contend, and each may have to
+/// start over, so it waits for a round well past its usual time under load.
+pub(crate) const LWT_SPECULATIVE_AFTER: Duration = Duration::from_millis(500);
 /// Connections to a node that answers no keepalive within [`KEEPALIVE_WITHIN`] are closed, so
 /// requests stop going to a paused or cut-off node within seconds (the driver's defaults:
 /// every 30 s, closed after 30 s).
@@ -127,9 +130,12 @@ fn balancing() -> std::sync::Arc<dyn scylla::policies::load_balancing::LoadBalan
 }
 
 /// How much slower than the fastest node a node's average answer must be to be left out,
-/// and for how long it is (then tried again).
+/// and for how long after its last slow answer (then tried again). Trying a cut-off node
+/// again sends it requests until their answers time out (2 s), and holds every client on
+/// it meanwhile: after 5 s, a cut of 10 s became three such stalls. A node left out still
+/// takes requests the others fail, and is a replica as before.
 const SLOW_NODE_FACTOR: f64 = 3.0;
-const SLOW_NODE_LEFT_OUT: Duration = Duration::from_secs(5);
+const SLOW_NODE_LEFT_OUT: Duration = Duration::from_secs(20);
 
 /// A session to the cluster: QUORUM by default, SERIAL for lightweight transactions, and a
 /// client-side timeout on every request.

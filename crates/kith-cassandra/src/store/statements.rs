@@ -1,7 +1,10 @@
 //! The store's prepared statements: those of the fixed tables, and those of one layout
 //! generation's tables (prepared again when the generation changes).
 
+use std::sync::Arc;
+
 use scylla::client::session::Session;
+use scylla::policies::speculative_execution::SimpleSpeculativeExecutionPolicy;
 use scylla::statement::prepared::PreparedStatement;
 
 use crate::error::{Error, Result};
@@ -14,13 +17,18 @@ async fn prepare(session: &Session, cql: String, idempotent: bool) -> Result<Pre
     // Reads, and writes that set values (not counters, not appends), may be retried by the
     // driver on another node.
     p.set_is_idempotent(idempotent);
-    // A lightweight transaction is never sent to a second node while the first still runs
-    // it: two rounds on one partition at once contend, and each may have to start over.
-    // Those marked idempotent move on only after a timeout (`crate::retries`).
+    // A lightweight transaction marked idempotent (its caller tells its own earlier round
+    // from another's) goes to a second node once, later than other requests
+    // (`crate::schema::LWT_SPECULATIVE_AFTER`), and once more after a timeout
+    // (`crate::retries`); the others never go twice.
     if cql.contains(" IF ") {
-        let once = session.get_default_execution_profile_handle().pointee_to_builder();
+        let later = SimpleSpeculativeExecutionPolicy {
+            max_retry_count: 1,
+            retry_interval: crate::schema::LWT_SPECULATIVE_AFTER,
+        };
+        let profile = session.get_default_execution_profile_handle().pointee_to_builder();
         p.set_execution_profile_handle(Some(
-            once.speculative_execution_policy(None).build().into_handle(),
+            profile.speculative_execution_policy(Some(Arc::new(later))).build().into_handle(),
         ));
     }
     Ok(p)
