@@ -440,24 +440,9 @@ impl Writes {
             session.batch(&self.batch, &self.values).await.map_err(|e| driver(what, e))?;
             return Ok(());
         }
-        let mode = batchlog::mode(session);
-        if mode != batchlog::Mode::Unlogged {
-            match session.batch(&self.batch, &self.values).await {
-                Ok(_) => {
-                    if mode == batchlog::Mode::Probe {
-                        batchlog::up();
-                    }
-                    return Ok(());
-                }
-                // The batch log could not be written: nothing was applied.
-                Err(e) if batchlog::timed_out(&e) => batchlog::mark_down(),
-                Err(e) => {
-                    if mode == batchlog::Mode::Probe {
-                        batchlog::probe_failed();
-                    }
-                    return Err(driver(what, e));
-                }
-            }
+        match batchlog::mode(session) {
+            batchlog::Mode::Unlogged => {}
+            mode => return batchlog::logged(session, &self.batch, &self.values, mode, what).await,
         }
         batchlog::unlogged(session, &self.batch, &self.values, what).await
     }
