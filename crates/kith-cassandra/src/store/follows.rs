@@ -77,7 +77,7 @@ impl CassandraStore {
         record: Option<&IdempotencyRecord>,
     ) -> Result<()> {
         kith_store::check_follow_targets(uid, targets)?;
-        let _one = self.follow_lock();
+        let _one = self.lock_follows(targets);
         self.wait(async {
             let intents = self.intend(uid, targets).await?;
             let mut taken = Vec::new();
@@ -110,7 +110,7 @@ impl CassandraStore {
         repush_at: Option<u64>,
         record: Option<&IdempotencyRecord>,
     ) -> Result<(u64, u64)> {
-        let _one = self.follow_lock();
+        let _one = self.lock_follows(&[target]);
         self.wait(async {
             self.finish_pending(target).await?;
             let before = self.count(&self.fixed.followers_count, target).await?;

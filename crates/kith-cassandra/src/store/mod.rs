@@ -110,14 +110,17 @@ pub struct CassandraStore {
     hosts: Vec<String>,
     current: RwLock<Arc<Gen>>,
     fixed: Fixed,
-    stripes: Vec<Mutex<()>>,
+    /// Serialises this process's read-modify-writes of one user.
+    stripes: Stripes,
     /// Serialises this process's position allocations (the allocator itself is a lightweight
     /// transaction, safe across processes).
     allocating: tokio::sync::Mutex<()>,
-    /// Serialises this process's follow-graph edits, so its own "already following" checks,
-    /// counts and re-push tokens do not race each other (other processes' may: see
-    /// `docs/cassandra.md`, "Several servers").
-    follow_lock: Mutex<()>,
+    /// Serialises this process's follow-graph edits of one followed user, so its own
+    /// "already following" checks, counts and re-push tokens do not race each other (other
+    /// processes' may: see `docs/cassandra.md`, "Several servers"). One lock for every
+    /// edit once held all of a server's follows behind one whose lightweight transaction
+    /// waited 2 s on a cut-off node.
+    follow_stripes: Stripes,
     /// The next pending re-push token, seeded from the clock.
     next_token: AtomicU64,
     traversal_budget: u64,
@@ -190,9 +193,9 @@ impl CassandraStore {
             hosts: options.hosts.clone(),
             current: RwLock::new(Arc::new(g)),
             fixed,
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            stripes: Stripes::new(),
             allocating: tokio::sync::Mutex::new(()),
-            follow_lock: Mutex::new(()),
+            follow_stripes: Stripes::new(),
             next_token: AtomicU64::new(
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -318,11 +321,31 @@ impl CassandraStore {
         }
     }
 
-    /// Locks the stripes of `uids` in ascending stripe order.
+    /// Locks the stripes of `uids`.
     pub(crate) fn lock_users(
         &self,
         uids: impl IntoIterator<Item = u64>,
     ) -> Vec<MutexGuard<'_, ()>> {
+        self.stripes.lock(uids)
+    }
+
+    /// Locks the follow-edit stripes of the followed users `targets`.
+    pub(super) fn lock_follows(&self, targets: &[u64]) -> Vec<MutexGuard<'_, ()>> {
+        self.follow_stripes.lock(targets.iter().copied())
+    }
+}
+
+/// Mutexes striped by user id.
+struct Stripes(Vec<Mutex<()>>);
+
+impl Stripes {
+    fn new() -> Stripes {
+        Stripes((0..STRIPES).map(|_| Mutex::new(())).collect())
+    }
+
+    /// Locks the stripes of `uids` in ascending stripe order (so two callers never wait on
+    /// each other's).
+    fn lock(&self, uids: impl IntoIterator<Item = u64>) -> Vec<MutexGuard<'_, ()>> {
         let mut stripes: Vec<usize> = uids
             .into_iter()
             .map(|u| (u.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % STRIPES)
@@ -331,7 +354,7 @@ impl CassandraStore {
         stripes.dedup();
         stripes
             .into_iter()
-            .map(|s| self.stripes[s].lock().unwrap_or_else(PoisonError::into_inner))
+            .map(|s| self.0[s].lock().unwrap_or_else(PoisonError::into_inner))
             .collect()
     }
 }
