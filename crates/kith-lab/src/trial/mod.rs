@@ -231,11 +231,13 @@ fn cluster(a: ClusterArgs) -> Result<()> {
             }
         }
     }
+    nemesis::heal_on_interrupt();
     for &nemesis in &a.nemesis {
         for run in 0..a.runs {
             if done.iter().any(|r| r.nemesis == nemesis && r.run == run) {
                 continue;
             }
+            anyhow::ensure!(!nemesis::interrupted(), "interrupted: the runs so far are kept");
             eprintln!("trial: {} run {}", nemesis.name(), run + 1);
             let began = std::time::Instant::now();
             let r = run::one(&config, &mut stage, nemesis, run)?;

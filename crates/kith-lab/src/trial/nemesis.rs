@@ -9,6 +9,7 @@
 //! one fault at a time, with a quiet gap between; everything is healed before the run's
 //! quiet reads.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -188,7 +189,7 @@ pub fn run(
 ) -> Result<Vec<Fault>> {
     let mut faults = Vec::new();
     if nemesis == Nemesis::None {
-        std::thread::sleep(end.saturating_sub(start.elapsed()));
+        nap(end.saturating_sub(start.elapsed()));
         return Ok(faults);
     }
     // The first fault waits a tenth of the load more (at most 8 s), so that the rate it is
@@ -225,27 +226,69 @@ pub fn run(
             break;
         }
         let hold = hold.min(left);
-        std::thread::sleep(gap);
+        if nap(gap) {
+            break;
+        }
         let at_s = start.elapsed().as_secs_f64();
         let (broken, mut what) = inflict(kind, rig, servers, rng)?;
         eprintln!("trial: {at_s:>6.1} s  {what}");
         if let Broken::Skewed(target) = broken {
-            std::thread::sleep(hold / 2);
-            let step = skew(target, rig, servers, rng, true)?;
-            eprintln!("trial: {:>6.1} s  stepped to {step:+} s", start.elapsed().as_secs_f64());
-            what = format!("{what}, then {step:+} s");
-            std::thread::sleep(hold - hold / 2);
+            if !nap(hold / 2) {
+                let step = skew(target, rig, servers, rng, true)?;
+                eprintln!("trial: {:>6.1} s  stepped to {step:+} s", start.elapsed().as_secs_f64());
+                what = format!("{what}, then {step:+} s");
+                nap(hold - hold / 2);
+            }
         } else {
-            std::thread::sleep(hold);
+            nap(hold);
         }
         let heal_began_s = Some(start.elapsed().as_secs_f64());
         heal(broken, rig, servers)?;
         let healed_s = start.elapsed().as_secs_f64();
         eprintln!("trial: {healed_s:>6.1} s  healed");
         faults.push(Fault { nemesis: kind, what, at_s, heal_began_s, healed_s });
+        if interrupted() {
+            break;
+        }
     }
-    std::thread::sleep(end.saturating_sub(start.elapsed()));
+    nap(end.saturating_sub(start.elapsed()));
     Ok(faults)
+}
+
+/// Set by SIGINT or SIGTERM once [`heal_on_interrupt`] ran.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM end the current fault at once, healed, and the trial
+/// stops after it ([`interrupted`]), instead of leaving a node cut off, paused, skewed or
+/// with its disk full.
+pub fn heal_on_interrupt() {
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// Whether the trial was asked to stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Sleeps for `d`, or until the trial is asked to stop; whether it was.
+fn nap(d: Duration) -> bool {
+    let end = Instant::now() + d;
+    while !interrupted() {
+        let now = Instant::now();
+        if now >= end {
+            return false;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(100)));
+    }
+    true
 }
 
 fn inflict(

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use kith_store::Engine;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -147,6 +147,13 @@ pub fn one(
         start.into_std(),
         config.load,
     );
+    if nemesis::interrupted() {
+        load.abort();
+        let _ = runtime.block_on(load);
+        heal_all(stage, &mut servers)?;
+        faults?;
+        bail!("interrupted: every fault healed; this run is not kept");
+    }
     runtime.block_on(load).context("the load")??;
     // Heal anything a failed schedule left broken, then let the system settle.
     heal_all(stage, &mut servers)?;
