@@ -139,16 +139,21 @@ impl CassandraStore {
         Ok(state.active)
     }
 
-    /// Runs a lightweight transaction on the edge uid → target; whether it applied.
+    /// Runs a lightweight transaction on the edge uid → target; whether it applied. The
+    /// edit stores a nonce of its own with the edge, and a round that finds it (the driver
+    /// sent the statement again, through another node, after the first round applied) is
+    /// this edit's: so the statement is idempotent, and may be sent twice.
     async fn switch(&self, statement: &PreparedStatement, uid: u64, target: u64) -> Result<bool> {
+        let edit = i(super::intents::rand_nonce());
         let rows = self
             .session()
-            .execute_unpaged(statement, (key(uid), key(target)))
+            .execute_unpaged(statement, (edit, key(uid), key(target), edit))
             .await
             .map_err(|e| driver("changing a follow", e))?
             .into_rows_result()
             .map_err(|e| bad_rows("follow", e))?;
-        Ok(super::rows::lwt_outcome(&rows, "active")?.0)
+        let (applied, found) = super::rows::lwt_outcome(&rows, "edit")?;
+        Ok(applied || found == Some(edit))
     }
 
     /// The edge's state (`serial`: by a Paxos read, which first completes an edit left in

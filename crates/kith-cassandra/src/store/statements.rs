@@ -59,8 +59,8 @@ statements! { Fixed(ks: &str) {
     next_pos_cas = false, "UPDATE {ks}.generations SET next_pos = ? WHERE generation = ? IF next_pos = ?";
     follower_put = true, "INSERT INTO {ks}.followers (uid, follower) VALUES (?, ?) USING TIMESTAMP ?";
     follower_del = true, "DELETE FROM {ks}.followers USING TIMESTAMP ? WHERE uid = ? AND follower = ?";
-    follow_on = false, "UPDATE {ks}.follows SET active = true WHERE uid = ? AND target = ? IF active != true";
-    follow_off = false, "UPDATE {ks}.follows SET active = false WHERE uid = ? AND target = ? IF active = true";
+    follow_on = true, "UPDATE {ks}.follows SET active = true, edit = ? WHERE uid = ? AND target = ? IF active != true AND edit != ?";
+    follow_off = true, "UPDATE {ks}.follows SET active = false, edit = ? WHERE uid = ? AND target = ? IF active = true AND edit != ?";
     follow_state = true, "SELECT active, writetime(active) FROM {ks}.follows WHERE uid = ? AND target = ?";
     followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? AND active = true LIMIT ? ALLOW FILTERING";
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
