@@ -9,7 +9,19 @@ use scylla::statement::prepared::PreparedStatement;
 
 use crate::error::{Error, Result};
 
-async fn prepare(session: &Session, cql: String, idempotent: bool) -> Result<PreparedStatement> {
+/// Lightweight transactions that contend with each other under load (edits of hot users'
+/// follow edges): never sent to a second node while the first still runs it, only once more
+/// after a timeout. Sent again after 500 ms, two rounds of one edge contended, and the
+/// trials' `partition-cassandra` schedule ran at 75 acknowledged operations a second
+/// instead of 116 (`bench/results/trial-partition-follow-spec-2026-11-30.json`).
+const CONTENDED: [&str; 2] = ["follow_on", "follow_off"];
+
+async fn prepare(
+    session: &Session,
+    name: &str,
+    cql: String,
+    idempotent: bool,
+) -> Result<PreparedStatement> {
     let mut p = session
         .prepare(cql.as_str())
         .await
@@ -18,17 +30,19 @@ async fn prepare(session: &Session, cql: String, idempotent: bool) -> Result<Pre
     // driver on another node.
     p.set_is_idempotent(idempotent);
     // A lightweight transaction marked idempotent (its caller tells its own earlier round
-    // from another's) goes to a second node once, later than other requests
-    // (`crate::schema::LWT_SPECULATIVE_AFTER`), and once more after a timeout
-    // (`crate::retries`); the others never go twice.
+    // from another's) goes once more through another node after a timeout
+    // (`crate::retries`), and, unless it is `CONTENDED`, to a second node once if the first
+    // has not answered in `crate::schema::LWT_SPECULATIVE_AFTER`, later than other
+    // requests; the others never go twice.
     if cql.contains(" IF ") {
         let later = SimpleSpeculativeExecutionPolicy {
             max_retry_count: 1,
             retry_interval: crate::schema::LWT_SPECULATIVE_AFTER,
         };
+        let speculative = (!CONTENDED.contains(&name)).then(|| Arc::new(later) as Arc<_>);
         let profile = session.get_default_execution_profile_handle().pointee_to_builder();
         p.set_execution_profile_handle(Some(
-            profile.speculative_execution_policy(Some(Arc::new(later))).build().into_handle(),
+            profile.speculative_execution_policy(speculative).build().into_handle(),
         ));
     }
     Ok(p)
@@ -44,7 +58,7 @@ macro_rules! statements {
         impl $name {
             pub(crate) async fn prepare(session: &Session, $($arg: $ty),*) -> Result<$name> {
                 Ok($name {
-                    $($field: prepare(session, format!($cql), $idem).await?,)*
+                    $($field: prepare(session, stringify!($field), format!($cql), $idem).await?,)*
                 })
             }
         }
