@@ -14,6 +14,8 @@ pub struct Answer {
     pub status: Option<u16>,
     pub value: Option<Value>,
     pub warned: bool,
+    /// The answer's `Server-Timing` header: where the server spent the time.
+    pub timing: Option<String>,
 }
 
 /// The largest page the reads ask for (friend lists and follows are read whole).
@@ -38,7 +40,13 @@ pub async fn send(
     if let Some(b) = body {
         builder = builder.json(&b);
     }
-    let unknown = Answer { outcome: Outcome::Unknown, status: None, value: None, warned: false };
+    let unknown = Answer {
+        outcome: Outcome::Unknown,
+        status: None,
+        value: None,
+        warned: false,
+        timing: None,
+    };
     let r = match builder.send().await {
         Ok(r) => r,
         // No connection: the request never reached the server.
@@ -46,6 +54,7 @@ pub async fn send(
         Err(_) => return unknown,
     };
     let status = r.status().as_u16();
+    let timing = r.headers().get("server-timing").and_then(|v| v.to_str().ok()).map(String::from);
     let Ok(bytes) = r.bytes().await else { return Answer { status: Some(status), ..unknown } };
     let json: Json = serde_json::from_slice(&bytes).unwrap_or(Json::Null);
     let outcome = match (status, json["error"].as_str()) {
@@ -62,7 +71,7 @@ pub async fn send(
         (Outcome::Ok, None, true) => Outcome::Unknown,
         (o, _, _) => o,
     };
-    Answer { outcome, status: Some(status), value, warned }
+    Answer { outcome, status: Some(status), value, warned, timing }
 }
 
 fn needs_value(call: &Call) -> bool {

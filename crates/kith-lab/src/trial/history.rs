@@ -148,6 +148,10 @@ pub struct Entry {
     /// The answer listed warnings (stored, but a cache update failed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warned: bool,
+    /// The answer's `Server-Timing` (store, cache and total milliseconds on the server), to
+    /// tell time spent in the store from time spent waiting in the server or the network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<String>,
 }
 
 /// A logical operation: its attempts folded.
@@ -240,6 +244,7 @@ mod tests {
             status: None,
             value: id.map(|id| Value::PostId { id }),
             warned: false,
+            timing: None,
         }
     }
 

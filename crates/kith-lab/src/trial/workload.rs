@@ -355,6 +355,7 @@ fn record(
         status: a.status,
         value: a.value,
         warned: a.warned,
+        timing: a.timing,
     });
     next
 }
