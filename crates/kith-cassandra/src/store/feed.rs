@@ -157,10 +157,10 @@ impl CassandraStore {
         })
     }
 
-    /// Removes the re-push if its token is unchanged. Under the author's follow lock, as unfollows
+    /// Removes the re-push if its token is unchanged. Under the follow lock, as unfollows
     /// store re-pushes, so no new token lands between the read and the removal.
     pub(crate) fn repush_done_impl(&self, author: u64, token: u64) -> Result<()> {
-        let _one = self.lock_follows(&[author]);
+        let _one = self.lock_follows();
         self.wait(async {
             if self.repush_token(author).await? == Some(token) {
                 let mut w = Writes::logged();

@@ -77,7 +77,7 @@ impl CassandraStore {
         record: Option<&IdempotencyRecord>,
     ) -> Result<()> {
         kith_store::check_follow_targets(uid, targets)?;
-        let _one = self.lock_follows(targets);
+        let _one = self.lock_follows();
         self.wait(async {
             let intents = self.intend(uid, targets).await?;
             let mut taken = Vec::new();
@@ -110,7 +110,7 @@ impl CassandraStore {
         repush_at: Option<u64>,
         record: Option<&IdempotencyRecord>,
     ) -> Result<(u64, u64)> {
-        let _one = self.lock_follows(&[target]);
+        let _one = self.lock_follows();
         self.wait(async {
             self.finish_pending(target).await?;
             let before = self.count(&self.fixed.followers_count, target).await?;
@@ -140,9 +140,11 @@ impl CassandraStore {
     }
 
     /// Runs a lightweight transaction on the edge uid → target; whether it applied. The
-    /// edit stores a nonce of its own with the edge, and a round that finds it (the driver
-    /// sent the statement again, through another node, after the first round applied) is
-    /// this edit's: so the statement is idempotent, and may be sent twice.
+    /// edit stores a nonce of its own with the edge, and a round that finds it is this
+    /// edit's (one the driver sent again after the first applied). The statement is still
+    /// not marked idempotent: a round a paused node holds runs when it resumes, and its
+    /// condition may hold again after later edits (docs/service.md, "What does not hold
+    /// yet"); sending it twice made that frequent.
     async fn switch(&self, statement: &PreparedStatement, uid: u64, target: u64) -> Result<bool> {
         let edit = i(super::intents::rand_nonce());
         let rows = self

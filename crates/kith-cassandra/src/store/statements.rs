@@ -10,8 +10,8 @@ use scylla::statement::prepared::PreparedStatement;
 use crate::error::{Error, Result};
 
 /// Lightweight transactions that contend with each other under load (edits of hot users'
-/// follow edges): never sent to a second node while the first still runs it, only once more
-/// after a timeout. Sent again after 500 ms, two rounds of one edge contended, and the
+/// follow edges): never sent to a second node while the first still runs it, should they
+/// be marked idempotent. Sent again after 500 ms, two rounds of one edge contended, and the
 /// trials' `partition-cassandra` schedule ran at 75 acknowledged operations a second
 /// instead of 116 (`bench/results/trial-partition-follow-spec-2026-11-30.json`).
 const CONTENDED: [&str; 2] = ["follow_on", "follow_off"];
@@ -73,8 +73,8 @@ statements! { Fixed(ks: &str) {
     next_pos_cas = false, "UPDATE {ks}.generations SET next_pos = ? WHERE generation = ? IF next_pos = ?";
     follower_put = true, "INSERT INTO {ks}.followers (uid, follower) VALUES (?, ?) USING TIMESTAMP ?";
     follower_del = true, "DELETE FROM {ks}.followers USING TIMESTAMP ? WHERE uid = ? AND follower = ?";
-    follow_on = true, "UPDATE {ks}.follows SET active = true, edit = ? WHERE uid = ? AND target = ? IF active != true AND edit != ?";
-    follow_off = true, "UPDATE {ks}.follows SET active = false, edit = ? WHERE uid = ? AND target = ? IF active = true AND edit != ?";
+    follow_on = false, "UPDATE {ks}.follows SET active = true, edit = ? WHERE uid = ? AND target = ? IF active != true AND edit != ?";
+    follow_off = false, "UPDATE {ks}.follows SET active = false, edit = ? WHERE uid = ? AND target = ? IF active = true AND edit != ?";
     follow_state = true, "SELECT active, writetime(active) FROM {ks}.follows WHERE uid = ? AND target = ?";
     followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? AND active = true LIMIT ? ALLOW FILTERING";
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
