@@ -77,7 +77,7 @@ impl CassandraStore {
         record: Option<&IdempotencyRecord>,
     ) -> Result<()> {
         kith_store::check_follow_targets(uid, targets)?;
-        let _one = self.lock_follows();
+        let _one = self.follow_lock();
         self.wait(async {
             let intents = self.intend(uid, targets).await?;
             let mut taken = Vec::new();
@@ -110,7 +110,7 @@ impl CassandraStore {
         repush_at: Option<u64>,
         record: Option<&IdempotencyRecord>,
     ) -> Result<(u64, u64)> {
-        let _one = self.lock_follows();
+        let _one = self.follow_lock();
         self.wait(async {
             self.finish_pending(target).await?;
             let before = self.count(&self.fixed.followers_count, target).await?;
@@ -139,23 +139,16 @@ impl CassandraStore {
         Ok(state.active)
     }
 
-    /// Runs a lightweight transaction on the edge uid → target; whether it applied. The
-    /// edit stores a nonce of its own with the edge, and a round that finds it is this
-    /// edit's (one the driver sent again after the first applied). The statement is still
-    /// not marked idempotent: a round a paused node holds runs when it resumes, and its
-    /// condition may hold again after later edits (docs/service.md, "What does not hold
-    /// yet"); sending it twice made that frequent.
+    /// Runs a lightweight transaction on the edge uid → target; whether it applied.
     async fn switch(&self, statement: &PreparedStatement, uid: u64, target: u64) -> Result<bool> {
-        let edit = i(super::intents::rand_nonce());
         let rows = self
             .session()
-            .execute_unpaged(statement, (edit, key(uid), key(target), edit))
+            .execute_unpaged(statement, (key(uid), key(target)))
             .await
             .map_err(|e| driver("changing a follow", e))?
             .into_rows_result()
             .map_err(|e| bad_rows("follow", e))?;
-        let (applied, found) = super::rows::lwt_outcome(&rows, "edit")?;
-        Ok(applied || found == Some(edit))
+        Ok(super::rows::lwt_outcome(&rows, "active")?.0)
     }
 
     /// The edge's state (`serial`: by a Paxos read, which first completes an edit left in

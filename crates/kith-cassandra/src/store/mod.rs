@@ -110,8 +110,7 @@ pub struct CassandraStore {
     hosts: Vec<String>,
     current: RwLock<Arc<Gen>>,
     fixed: Fixed,
-    /// Serialises this process's read-modify-writes of one user.
-    stripes: Stripes,
+    stripes: Vec<Mutex<()>>,
     /// Serialises this process's position allocations (the allocator itself is a lightweight
     /// transaction, safe across processes).
     allocating: tokio::sync::Mutex<()>,
@@ -194,7 +193,7 @@ impl CassandraStore {
             hosts: options.hosts.clone(),
             current: RwLock::new(Arc::new(g)),
             fixed,
-            stripes: Stripes::new(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             allocating: tokio::sync::Mutex::new(()),
             follow_lock: Mutex::new(()),
             next_token: AtomicU64::new(
@@ -322,31 +321,11 @@ impl CassandraStore {
         }
     }
 
-    /// Locks the stripes of `uids`.
+    /// Locks the stripes of `uids` in ascending stripe order.
     pub(crate) fn lock_users(
         &self,
         uids: impl IntoIterator<Item = u64>,
     ) -> Vec<MutexGuard<'_, ()>> {
-        self.stripes.lock(uids)
-    }
-
-    /// Locks this process's follow edits.
-    pub(super) fn lock_follows(&self) -> MutexGuard<'_, ()> {
-        self.follow_lock.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Mutexes striped by user id.
-struct Stripes(Vec<Mutex<()>>);
-
-impl Stripes {
-    fn new() -> Stripes {
-        Stripes((0..STRIPES).map(|_| Mutex::new(())).collect())
-    }
-
-    /// Locks the stripes of `uids` in ascending stripe order (so two callers never wait on
-    /// each other's).
-    fn lock(&self, uids: impl IntoIterator<Item = u64>) -> Vec<MutexGuard<'_, ()>> {
         let mut stripes: Vec<usize> = uids
             .into_iter()
             .map(|u| (u.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % STRIPES)
@@ -355,7 +334,7 @@ impl Stripes {
         stripes.dedup();
         stripes
             .into_iter()
-            .map(|s| self.0[s].lock().unwrap_or_else(PoisonError::into_inner))
+            .map(|s| self.stripes[s].lock().unwrap_or_else(PoisonError::into_inner))
             .collect()
     }
 }

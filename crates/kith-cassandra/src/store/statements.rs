@@ -9,19 +9,7 @@ use scylla::statement::prepared::PreparedStatement;
 
 use crate::error::{Error, Result};
 
-/// Lightweight transactions that contend with each other under load (edits of hot users'
-/// follow edges): never sent to a second node while the first still runs it, should they
-/// be marked idempotent. Sent again after 500 ms, two rounds of one edge contended, and the
-/// trials' `partition-cassandra` schedule ran at 75 acknowledged operations a second
-/// instead of 116 (`bench/results/trial-partition-follow-spec-2026-11-30.json`).
-const CONTENDED: [&str; 2] = ["follow_on", "follow_off"];
-
-async fn prepare(
-    session: &Session,
-    name: &str,
-    cql: String,
-    idempotent: bool,
-) -> Result<PreparedStatement> {
+async fn prepare(session: &Session, cql: String, idempotent: bool) -> Result<PreparedStatement> {
     let mut p = session
         .prepare(cql.as_str())
         .await
@@ -31,18 +19,17 @@ async fn prepare(
     p.set_is_idempotent(idempotent);
     // A lightweight transaction marked idempotent (its caller tells its own earlier round
     // from another's) goes once more through another node after a timeout
-    // (`crate::retries`), and, unless it is `CONTENDED`, to a second node once if the first
-    // has not answered in `crate::schema::LWT_SPECULATIVE_AFTER`, later than other
-    // requests; the others never go twice.
+    // (`crate::retries`), and to a second node once if the first has not answered in
+    // `crate::schema::LWT_SPECULATIVE_AFTER`, later than other requests; the others (the
+    // driver never resends them) never go twice.
     if cql.contains(" IF ") {
         let later = SimpleSpeculativeExecutionPolicy {
             max_retry_count: 1,
             retry_interval: crate::schema::LWT_SPECULATIVE_AFTER,
         };
-        let speculative = (!CONTENDED.contains(&name)).then(|| Arc::new(later) as Arc<_>);
         let profile = session.get_default_execution_profile_handle().pointee_to_builder();
         p.set_execution_profile_handle(Some(
-            profile.speculative_execution_policy(speculative).build().into_handle(),
+            profile.speculative_execution_policy(Some(Arc::new(later))).build().into_handle(),
         ));
     }
     Ok(p)
@@ -58,7 +45,7 @@ macro_rules! statements {
         impl $name {
             pub(crate) async fn prepare(session: &Session, $($arg: $ty),*) -> Result<$name> {
                 Ok($name {
-                    $($field: prepare(session, stringify!($field), format!($cql), $idem).await?,)*
+                    $($field: prepare(session, format!($cql), $idem).await?,)*
                 })
             }
         }
@@ -73,8 +60,8 @@ statements! { Fixed(ks: &str) {
     next_pos_cas = false, "UPDATE {ks}.generations SET next_pos = ? WHERE generation = ? IF next_pos = ?";
     follower_put = true, "INSERT INTO {ks}.followers (uid, follower) VALUES (?, ?) USING TIMESTAMP ?";
     follower_del = true, "DELETE FROM {ks}.followers USING TIMESTAMP ? WHERE uid = ? AND follower = ?";
-    follow_on = false, "UPDATE {ks}.follows SET active = true, edit = ? WHERE uid = ? AND target = ? IF active != true AND edit != ?";
-    follow_off = false, "UPDATE {ks}.follows SET active = false, edit = ? WHERE uid = ? AND target = ? IF active = true AND edit != ?";
+    follow_on = false, "UPDATE {ks}.follows SET active = true WHERE uid = ? AND target = ? IF active != true";
+    follow_off = false, "UPDATE {ks}.follows SET active = false WHERE uid = ? AND target = ? IF active = true";
     follow_state = true, "SELECT active, writetime(active) FROM {ks}.follows WHERE uid = ? AND target = ?";
     followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? AND active = true LIMIT ? ALLOW FILTERING";
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
