@@ -30,6 +30,7 @@
 mod build;
 mod error;
 pub mod local;
+mod overtaken;
 mod progress;
 mod retries;
 mod schema;

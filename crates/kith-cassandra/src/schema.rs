@@ -116,9 +116,12 @@ const KEEPALIVE_WITHIN: Duration = Duration::from_secs(1);
 /// node whose answers take [`SLOW_NODE_FACTOR`] times the fastest node's: a node cut off from
 /// the others but not from kith answers every request it coordinates only after its timeout
 /// (2 s for writes, 5 s for reads), and keepalives do not catch it, as it answers those.
+/// Wrapped in [`Overtaken`](crate::overtaken::Overtaken), which puts last a node whose
+/// requests keep going on to another node: the slow answers latency awareness would need are
+/// mostly cancelled by speculative attempts.
 fn balancing() -> std::sync::Arc<dyn scylla::policies::load_balancing::LoadBalancingPolicy> {
     use scylla::policies::load_balancing::{DefaultPolicy, LatencyAwarenessBuilder};
-    DefaultPolicy::builder()
+    let driver = DefaultPolicy::builder()
         .token_aware(true)
         .latency_awareness(
             LatencyAwarenessBuilder::new()
@@ -126,7 +129,8 @@ fn balancing() -> std::sync::Arc<dyn scylla::policies::load_balancing::LoadBalan
                 .retry_period(SLOW_NODE_LEFT_OUT)
                 .minimum_measurements(SLOW_NODE_MEASURED),
         )
-        .build()
+        .build();
+    std::sync::Arc::new(crate::overtaken::Overtaken::new(driver))
 }
 
 /// How much slower than the fastest node a node's average answer must be to be left out,

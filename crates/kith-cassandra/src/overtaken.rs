@@ -1,0 +1,257 @@
+//! Routing that puts last, for a few seconds, a node whose requests keep being overtaken.
+//!
+//! A node cut off from the other nodes but not from kith answers what it can do alone (keepalives,
+//! reads at ONE) at once, and every QUORUM request it coordinates only after its timeout. The
+//! driver sends an idempotent request to a second node after 250 ms (`schema::SPECULATIVE_AFTER`) and cancels
+//! the first attempt when the second answers, so the slow answers are never measured and the
+//! driver's latency awareness keeps the node first in a third of all plans: each of those
+//! requests waits the speculative delay, and a kith request made of several statements
+//! almost always meets one.
+//!
+//! [`Overtaken`] wraps the driver's policy and watches the plans it hands out: when a plan's
+//! second node is asked for, its first node was too slow or failed. A node overtaken in at
+//! least half of the plans it led in the last [`WINDOW`] (and at least [`MIN_OVERTAKEN`]
+//! times) goes after every other node for [`PUT_LAST_FOR`], then leads plans again and is
+//! judged anew. It stays in every plan, so a request the other nodes cannot serve still
+//! reaches it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use scylla::cluster::{ClusterState, NodeAddr};
+use scylla::errors::RequestAttemptError;
+use scylla::policies::load_balancing::{FallbackPlan, LoadBalancingPolicy, RoutingInfo};
+use scylla::routing::Shard;
+
+type NodeRef<'a> = &'a Arc<scylla::cluster::Node>;
+
+/// How far back a node's plans are judged.
+const WINDOW: Duration = Duration::from_secs(2);
+/// Overtaken plans a node needs in [`WINDOW`] before it is put last.
+const MIN_OVERTAKEN: usize = 3;
+/// How long a node overtaken too often goes last.
+const PUT_LAST_FOR: Duration = Duration::from_secs(5);
+
+/// One node's recent plans: when it led one, and when one of those went on to another node.
+#[derive(Debug, Default)]
+struct Record {
+    led: VecDeque<Instant>,
+    overtaken: VecDeque<Instant>,
+    last_until: Option<Instant>,
+}
+
+/// The records of every node, by a key naming it.
+#[derive(Debug)]
+struct Judge<K> {
+    nodes: HashMap<K, Record>,
+}
+
+impl<K: std::hash::Hash + Eq + Copy> Judge<K> {
+    fn new() -> Self {
+        Judge { nodes: HashMap::new() }
+    }
+
+    /// Whether `node` goes last at `now`.
+    fn is_last(&self, node: K, now: Instant) -> bool {
+        self.nodes.get(&node).and_then(|r| r.last_until).is_some_and(|until| now < until)
+    }
+
+    /// `node` led a plan at `now`.
+    fn led(&mut self, node: K, now: Instant) {
+        let r = self.nodes.entry(node).or_default();
+        r.led.push_back(now);
+        forget_before(&mut r.led, now);
+    }
+
+    /// A plan `node` led went on to another node at `now`; returns whether `node` now goes
+    /// last.
+    fn overtaken(&mut self, node: K, now: Instant) -> bool {
+        let r = self.nodes.entry(node).or_default();
+        r.overtaken.push_back(now);
+        forget_before(&mut r.overtaken, now);
+        forget_before(&mut r.led, now);
+        let n = r.overtaken.len();
+        if n >= MIN_OVERTAKEN && 2 * n >= r.led.len() {
+            r.last_until = Some(now + PUT_LAST_FOR);
+            // Judged anew from scratch when it leads plans again.
+            r.led.clear();
+            r.overtaken.clear();
+            return true;
+        }
+        false
+    }
+}
+
+fn forget_before(times: &mut VecDeque<Instant>, now: Instant) {
+    while times.front().is_some_and(|&t| now.duration_since(t) > WINDOW) {
+        times.pop_front();
+    }
+}
+
+/// Moves the elements for which `last` holds after the others, keeping each part's order.
+fn put_last<T>(items: Vec<T>, last: impl Fn(&T) -> bool) -> Vec<T> {
+    let (mut first, rest): (Vec<T>, Vec<T>) = items.into_iter().partition(|t| !last(t));
+    first.extend(rest);
+    first
+}
+
+/// The driver's policy `inner`, with nodes overtaken too often put last.
+#[derive(Debug)]
+pub(crate) struct Overtaken {
+    inner: Arc<dyn LoadBalancingPolicy>,
+    judge: Mutex<Judge<NodeAddr>>,
+}
+
+impl Overtaken {
+    pub(crate) fn new(inner: Arc<dyn LoadBalancingPolicy>) -> Self {
+        Overtaken { inner, judge: Mutex::new(Judge::new()) }
+    }
+
+    fn judge(&self) -> std::sync::MutexGuard<'_, Judge<NodeAddr>> {
+        // The records are advice: a panic elsewhere leaves them usable.
+        self.judge.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn key(node: NodeRef<'_>) -> NodeAddr {
+    node.address
+}
+
+impl LoadBalancingPolicy for Overtaken {
+    /// Always none: the whole plan comes from [`Overtaken::fallback`], which sees when it goes
+    /// past its first node.
+    fn pick<'a>(
+        &'a self,
+        _request: &'a RoutingInfo<'a>,
+        _cluster: &'a ClusterState,
+    ) -> Option<(NodeRef<'a>, Option<Shard>)> {
+        None
+    }
+
+    fn fallback<'a>(
+        &'a self,
+        request: &'a RoutingInfo<'a>,
+        cluster: &'a ClusterState,
+    ) -> FallbackPlan<'a> {
+        let mut plan: Vec<(NodeRef<'a>, Option<Shard>)> = Vec::with_capacity(4);
+        let picked = self.inner.pick(request, cluster);
+        plan.extend(picked);
+        for target in self.inner.fallback(request, cluster) {
+            if !plan.iter().any(|(n, _)| Arc::ptr_eq(n, target.0)) {
+                plan.push(target);
+            }
+        }
+        let now = Instant::now();
+        let plan = {
+            let judge = self.judge();
+            put_last(plan, |(n, _)| judge.is_last(key(n), now))
+        };
+        Box::new(Watched { policy: self, plan: plan.into_iter(), first: None, given: 0 })
+    }
+
+    fn on_request_success(&self, request: &RoutingInfo<'_>, latency: Duration, node: NodeRef<'_>) {
+        self.inner.on_request_success(request, latency, node);
+    }
+
+    fn on_request_failure(
+        &self,
+        request: &RoutingInfo<'_>,
+        latency: Duration,
+        node: NodeRef<'_>,
+        error: &RequestAttemptError,
+    ) {
+        self.inner.on_request_failure(request, latency, node, error);
+    }
+
+    fn name(&self) -> String {
+        format!("Overtaken({})", self.inner.name())
+    }
+}
+
+/// A plan that tells its policy which node led it and when it went past that node.
+struct Watched<'a> {
+    policy: &'a Overtaken,
+    plan: std::vec::IntoIter<(NodeRef<'a>, Option<Shard>)>,
+    first: Option<NodeAddr>,
+    given: usize,
+}
+
+impl<'a> Iterator for Watched<'a> {
+    type Item = (NodeRef<'a>, Option<Shard>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.plan.next()?;
+        self.given += 1;
+        let now = Instant::now();
+        match (self.given, self.first) {
+            (1, _) => {
+                self.first = Some(key(next.0));
+                self.policy.judge().led(key(next.0), now);
+            }
+            (2, Some(first)) => {
+                self.policy.judge().overtaken(first, now);
+            }
+            _ => {}
+        }
+        Some(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_overtaken_in_half_its_plans_goes_last_for_a_while() {
+        let t0 = Instant::now();
+        let mut j = Judge::new();
+        for i in 0..6 {
+            j.led(1, t0 + Duration::from_millis(10 * i));
+        }
+        assert!(!j.overtaken(1, t0 + Duration::from_millis(100)));
+        assert!(!j.overtaken(1, t0 + Duration::from_millis(110)));
+        assert!(!j.is_last(1, t0 + Duration::from_millis(120)));
+        assert!(j.overtaken(1, t0 + Duration::from_millis(120)));
+        assert!(j.is_last(1, t0 + Duration::from_millis(121)));
+        assert!(!j.is_last(2, t0 + Duration::from_millis(121)));
+        assert!(
+            j.is_last(1, t0 + Duration::from_millis(120) + PUT_LAST_FOR - Duration::from_millis(1))
+        );
+        assert!(!j.is_last(1, t0 + Duration::from_millis(120) + PUT_LAST_FOR));
+    }
+
+    #[test]
+    fn a_few_slow_answers_among_many_do_not_count() {
+        let t0 = Instant::now();
+        let mut j = Judge::new();
+        for i in 0..20 {
+            j.led(1, t0 + Duration::from_millis(50 * i));
+        }
+        for i in 0..5 {
+            assert!(!j.overtaken(1, t0 + Duration::from_millis(900 + 10 * i)));
+        }
+        assert!(!j.is_last(1, t0 + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn old_plans_are_forgotten() {
+        let t0 = Instant::now();
+        let mut j = Judge::new();
+        j.led(1, t0);
+        j.led(1, t0);
+        assert!(!j.overtaken(1, t0));
+        assert!(!j.overtaken(1, t0));
+        // Two overtaken long ago and one now: not enough.
+        let later = t0 + WINDOW + Duration::from_millis(1);
+        j.led(1, later);
+        assert!(!j.overtaken(1, later));
+        assert!(!j.is_last(1, later));
+    }
+
+    #[test]
+    fn put_last_keeps_each_parts_order() {
+        assert_eq!(put_last(vec![1, 2, 3, 4, 5], |&x| x % 2 == 0), vec![1, 3, 5, 2, 4]);
+        assert_eq!(put_last(vec![2, 4], |&x| x % 2 == 0), vec![2, 4]);
+    }
+}
