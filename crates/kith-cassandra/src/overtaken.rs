@@ -9,13 +9,14 @@
 //! almost always meets one.
 //!
 //! [`Overtaken`] wraps the driver's policy and watches the plans it hands out: when a plan's
-//! second node is asked for, its first node was too slow or failed. A node overtaken in at
-//! least half of the plans it led in the last [`WINDOW`] (and at least [`MIN_OVERTAKEN`]
-//! times) goes after every other node for [`PUT_LAST_FOR`], then leads plans again and is
-//! judged anew. It stays in every plan, so a request the other nodes cannot serve still
+//! second node is asked for, its first node was too slow or failed. A node whose plans are
+//! overtaken [`IN_A_ROW`] times with no answer of its own in between goes after every other
+//! node for [`PUT_LAST_FOR`], then leads plans again and is judged anew. (A share of its
+//! plans over a window would count the answers from before the fault and react only seconds
+//! later: the first version did, and the service stayed below half its throughput for 2 s.) It stays in every plan, so a request the other nodes cannot serve still
 //! reaches it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,18 +27,17 @@ use scylla::routing::Shard;
 
 type NodeRef<'a> = &'a Arc<scylla::cluster::Node>;
 
-/// How far back a node's plans are judged.
-const WINDOW: Duration = Duration::from_secs(2);
-/// Overtaken plans a node needs in [`WINDOW`] before it is put last.
-const MIN_OVERTAKEN: usize = 3;
+/// Plans a node must lead and see overtaken in a row, with no answer of its own in between,
+/// to be put last.
+const IN_A_ROW: usize = 3;
 /// How long a node overtaken too often goes last.
 const PUT_LAST_FOR: Duration = Duration::from_secs(5);
 
-/// One node's recent plans: when it led one, and when one of those went on to another node.
+/// One node's record: plans it led overtaken since its last answer, and until when it goes
+/// last.
 #[derive(Debug, Default)]
 struct Record {
-    led: VecDeque<Instant>,
-    overtaken: VecDeque<Instant>,
+    overtaken: usize,
     last_until: Option<Instant>,
 }
 
@@ -57,35 +57,25 @@ impl<K: std::hash::Hash + Eq + Copy> Judge<K> {
         self.nodes.get(&node).and_then(|r| r.last_until).is_some_and(|until| now < until)
     }
 
-    /// `node` led a plan at `now`.
-    fn led(&mut self, node: K, now: Instant) {
-        let r = self.nodes.entry(node).or_default();
-        r.led.push_back(now);
-        forget_before(&mut r.led, now);
+    /// `node` answered a request.
+    fn answered(&mut self, node: K) {
+        if let Some(r) = self.nodes.get_mut(&node) {
+            r.overtaken = 0;
+        }
     }
 
     /// A plan `node` led went on to another node at `now`; returns whether `node` now goes
     /// last.
     fn overtaken(&mut self, node: K, now: Instant) -> bool {
         let r = self.nodes.entry(node).or_default();
-        r.overtaken.push_back(now);
-        forget_before(&mut r.overtaken, now);
-        forget_before(&mut r.led, now);
-        let n = r.overtaken.len();
-        if n >= MIN_OVERTAKEN && 2 * n >= r.led.len() {
+        r.overtaken += 1;
+        if r.overtaken >= IN_A_ROW {
             r.last_until = Some(now + PUT_LAST_FOR);
-            // Judged anew from scratch when it leads plans again.
-            r.led.clear();
-            r.overtaken.clear();
+            // Judged anew when it leads plans again.
+            r.overtaken = 0;
             return true;
         }
         false
-    }
-}
-
-fn forget_before(times: &mut VecDeque<Instant>, now: Instant) {
-    while times.front().is_some_and(|&t| now.duration_since(t) > WINDOW) {
-        times.pop_front();
     }
 }
 
@@ -151,6 +141,7 @@ impl LoadBalancingPolicy for Overtaken {
     }
 
     fn on_request_success(&self, request: &RoutingInfo<'_>, latency: Duration, node: NodeRef<'_>) {
+        self.judge().answered(key(node));
         self.inner.on_request_success(request, latency, node);
     }
 
@@ -185,10 +176,7 @@ impl<'a> Iterator for Watched<'a> {
         self.given += 1;
         let now = Instant::now();
         match (self.given, self.first) {
-            (1, _) => {
-                self.first = Some(key(next.0));
-                self.policy.judge().led(key(next.0), now);
-            }
+            (1, _) => self.first = Some(key(next.0)),
             (2, Some(first)) => {
                 self.policy.judge().overtaken(first, now);
             }
@@ -203,50 +191,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_node_overtaken_in_half_its_plans_goes_last_for_a_while() {
+    fn a_node_overtaken_in_a_row_goes_last_for_a_while() {
         let t0 = Instant::now();
+        let ms = |m| t0 + Duration::from_millis(m);
         let mut j = Judge::new();
-        for i in 0..6 {
-            j.led(1, t0 + Duration::from_millis(10 * i));
-        }
-        assert!(!j.overtaken(1, t0 + Duration::from_millis(100)));
-        assert!(!j.overtaken(1, t0 + Duration::from_millis(110)));
-        assert!(!j.is_last(1, t0 + Duration::from_millis(120)));
-        assert!(j.overtaken(1, t0 + Duration::from_millis(120)));
-        assert!(j.is_last(1, t0 + Duration::from_millis(121)));
-        assert!(!j.is_last(2, t0 + Duration::from_millis(121)));
-        assert!(
-            j.is_last(1, t0 + Duration::from_millis(120) + PUT_LAST_FOR - Duration::from_millis(1))
-        );
-        assert!(!j.is_last(1, t0 + Duration::from_millis(120) + PUT_LAST_FOR));
+        assert!(!j.overtaken(1, ms(0)));
+        assert!(!j.overtaken(1, ms(10)));
+        assert!(!j.is_last(1, ms(20)));
+        assert!(j.overtaken(1, ms(20)));
+        assert!(j.is_last(1, ms(21)));
+        assert!(!j.is_last(2, ms(21)), "only the node overtaken");
+        assert!(j.is_last(1, ms(20) + PUT_LAST_FOR - Duration::from_millis(1)));
+        assert!(!j.is_last(1, ms(20) + PUT_LAST_FOR));
     }
 
     #[test]
-    fn a_few_slow_answers_among_many_do_not_count() {
+    fn an_answer_in_between_clears_the_count() {
         let t0 = Instant::now();
         let mut j = Judge::new();
-        for i in 0..20 {
-            j.led(1, t0 + Duration::from_millis(50 * i));
+        for _ in 0..10 {
+            assert!(!j.overtaken(1, t0));
+            assert!(!j.overtaken(1, t0));
+            j.answered(1);
         }
-        for i in 0..5 {
-            assert!(!j.overtaken(1, t0 + Duration::from_millis(900 + 10 * i)));
-        }
-        assert!(!j.is_last(1, t0 + Duration::from_secs(1)));
-    }
-
-    #[test]
-    fn old_plans_are_forgotten() {
-        let t0 = Instant::now();
-        let mut j = Judge::new();
-        j.led(1, t0);
-        j.led(1, t0);
+        assert!(!j.is_last(1, t0));
+        // Another node's answers do not count for it.
         assert!(!j.overtaken(1, t0));
         assert!(!j.overtaken(1, t0));
-        // Two overtaken long ago and one now: not enough.
-        let later = t0 + WINDOW + Duration::from_millis(1);
-        j.led(1, later);
-        assert!(!j.overtaken(1, later));
-        assert!(!j.is_last(1, later));
+        j.answered(2);
+        assert!(j.overtaken(1, t0));
     }
 
     #[test]
