@@ -9,9 +9,12 @@
 //! almost always meets one.
 //!
 //! [`Overtaken`] wraps the driver's policy and watches the plans it hands out: when a plan's
-//! second node is asked for, its first node was too slow or failed. A node whose plans are
-//! overtaken [`IN_A_ROW`] times with no answer of its own in between goes after every other
-//! node for [`PUT_LAST_FOR`], then leads plans again and is judged anew. (A share of its
+//! second node is asked for, its first node was too slow or failed. A node with
+//! [`IN_A_ROW`] strikes (such a plan, or an attempt failing for want of replicas or a
+//! connection) and no answer of its own in between (at a level that needs other replicas:
+//! a cut-off node still answers reads at ONE) goes after every other node for
+//! [`PUT_LAST_FOR`], then leads plans again and is judged anew; put last again with no
+//! answer in between, for twice as long, up to [`PUT_LAST_AT_MOST`]. (A share of its
 //! plans over a window would count the answers from before the fault and react only seconds
 //! later: the first version did, and the service stayed below half its throughput for 2 s.) It stays in every plan, so a request the other nodes cannot serve still
 //! reaches it.
@@ -21,24 +24,37 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use scylla::cluster::{ClusterState, NodeAddr};
-use scylla::errors::RequestAttemptError;
+use scylla::errors::{DbError, RequestAttemptError};
 use scylla::policies::load_balancing::{FallbackPlan, LoadBalancingPolicy, RoutingInfo};
 use scylla::routing::Shard;
+use scylla::statement::Consistency;
 
 type NodeRef<'a> = &'a Arc<scylla::cluster::Node>;
 
-/// Plans a node must lead and see overtaken in a row, with no answer of its own in between,
-/// to be put last.
+/// Strikes against a node in a row, with no answer of its own in between, that put it last:
+/// a plan it led going on to its second node, or an attempt of its failing for want of
+/// replicas or a connection.
 const IN_A_ROW: usize = 3;
-/// How long a node overtaken too often goes last.
+/// How long a node goes last the first time; each time again with no answer of its own in
+/// between, twice as long, up to [`PUT_LAST_AT_MOST`]. A cut lasting longer would otherwise
+/// hold some requests every 5 s: the ones that cannot go to a second node (follow switches,
+/// not idempotent) wait for their timeout on it.
 const PUT_LAST_FOR: Duration = Duration::from_secs(5);
+const PUT_LAST_AT_MOST: Duration = Duration::from_secs(20);
 
-/// One node's record: plans it led overtaken since its last answer, and until when it goes
-/// last.
-#[derive(Debug, Default)]
+/// One node's record: strikes since its last answer, until when it goes last, and for how
+/// long the next time.
+#[derive(Debug)]
 struct Record {
-    overtaken: usize,
+    strikes: usize,
     last_until: Option<Instant>,
+    next_for: Duration,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record { strikes: 0, last_until: None, next_for: PUT_LAST_FOR }
+    }
 }
 
 /// The records of every node, by a key naming it.
@@ -57,25 +73,50 @@ impl<K: std::hash::Hash + Eq + Copy> Judge<K> {
         self.nodes.get(&node).and_then(|r| r.last_until).is_some_and(|until| now < until)
     }
 
-    /// `node` answered a request.
+    /// `node` answered a request that needed other replicas than itself.
     fn answered(&mut self, node: K) {
         if let Some(r) = self.nodes.get_mut(&node) {
-            r.overtaken = 0;
+            r.strikes = 0;
+            r.next_for = PUT_LAST_FOR;
         }
     }
 
-    /// A plan `node` led went on to another node at `now`; returns whether `node` now goes
-    /// last.
-    fn overtaken(&mut self, node: K, now: Instant) -> bool {
+    /// A strike against `node` at `now`; returns whether `node` now goes last.
+    fn strike(&mut self, node: K, now: Instant) -> bool {
         let r = self.nodes.entry(node).or_default();
-        r.overtaken += 1;
-        if r.overtaken >= IN_A_ROW {
-            r.last_until = Some(now + PUT_LAST_FOR);
+        r.strikes += 1;
+        if r.strikes >= IN_A_ROW {
+            r.last_until = Some(now + r.next_for);
+            r.next_for = (r.next_for * 2).min(PUT_LAST_AT_MOST);
             // Judged anew when it leads plans again.
-            r.overtaken = 0;
+            r.strikes = 0;
             return true;
         }
         false
+    }
+}
+
+/// Whether an answer at `consistency` shows that its coordinator reaches other replicas: an
+/// answer at ONE may come from a node cut off from every other.
+fn needs_others(consistency: Consistency) -> bool {
+    !matches!(consistency, Consistency::One | Consistency::LocalOne | Consistency::Any)
+}
+
+/// Whether a failed attempt counts against its node: no replicas or no connection, not a
+/// refusal of the request itself.
+fn counts_against(error: &RequestAttemptError) -> bool {
+    match error {
+        RequestAttemptError::BrokenConnectionError(_)
+        | RequestAttemptError::UnableToAllocStreamId => true,
+        RequestAttemptError::DbError(e, _) => matches!(
+            e,
+            DbError::Unavailable { .. }
+                | DbError::ReadTimeout { .. }
+                | DbError::WriteTimeout { .. }
+                | DbError::Overloaded
+                | DbError::IsBootstrapping
+        ),
+        _ => false,
     }
 }
 
@@ -141,7 +182,9 @@ impl LoadBalancingPolicy for Overtaken {
     }
 
     fn on_request_success(&self, request: &RoutingInfo<'_>, latency: Duration, node: NodeRef<'_>) {
-        self.judge().answered(key(node));
+        if needs_others(request.consistency) {
+            self.judge().answered(key(node));
+        }
         self.inner.on_request_success(request, latency, node);
     }
 
@@ -152,6 +195,9 @@ impl LoadBalancingPolicy for Overtaken {
         node: NodeRef<'_>,
         error: &RequestAttemptError,
     ) {
+        if counts_against(error) {
+            self.judge().strike(key(node), Instant::now());
+        }
         self.inner.on_request_failure(request, latency, node, error);
     }
 
@@ -178,7 +224,7 @@ impl<'a> Iterator for Watched<'a> {
         match (self.given, self.first) {
             (1, _) => self.first = Some(key(next.0)),
             (2, Some(first)) => {
-                self.policy.judge().overtaken(first, now);
+                self.policy.judge().strike(first, now);
             }
             _ => {}
         }
@@ -195,10 +241,10 @@ mod tests {
         let t0 = Instant::now();
         let ms = |m| t0 + Duration::from_millis(m);
         let mut j = Judge::new();
-        assert!(!j.overtaken(1, ms(0)));
-        assert!(!j.overtaken(1, ms(10)));
+        assert!(!j.strike(1, ms(0)));
+        assert!(!j.strike(1, ms(10)));
         assert!(!j.is_last(1, ms(20)));
-        assert!(j.overtaken(1, ms(20)));
+        assert!(j.strike(1, ms(20)));
         assert!(j.is_last(1, ms(21)));
         assert!(!j.is_last(2, ms(21)), "only the node overtaken");
         assert!(j.is_last(1, ms(20) + PUT_LAST_FOR - Duration::from_millis(1)));
@@ -206,20 +252,58 @@ mod tests {
     }
 
     #[test]
+    fn a_node_put_last_again_without_answering_goes_last_longer_up_to_a_bound() {
+        let t0 = Instant::now();
+        let mut j = Judge::new();
+        let put_last = |j: &mut Judge<i32>, at: Instant| {
+            assert!(!j.strike(1, at));
+            assert!(!j.strike(1, at));
+            assert!(j.strike(1, at));
+        };
+        let mut at = t0;
+        for expect in [5, 10, 20, 20] {
+            put_last(&mut j, at);
+            let d = Duration::from_secs(expect);
+            assert!(j.is_last(1, at + d - Duration::from_millis(1)), "{expect} s");
+            assert!(!j.is_last(1, at + d), "{expect} s");
+            at += d;
+        }
+        j.answered(1);
+        put_last(&mut j, at);
+        assert!(!j.is_last(1, at + PUT_LAST_FOR), "an answer starts again from 5 s");
+    }
+
+    #[test]
+    fn answers_at_one_and_refusals_do_not_clear_or_count() {
+        assert!(!needs_others(Consistency::One));
+        assert!(!needs_others(Consistency::LocalOne));
+        assert!(needs_others(Consistency::Quorum));
+        assert!(needs_others(Consistency::Serial));
+        let timeout =
+            DbError::Unavailable { consistency: Consistency::Quorum, required: 2, alive: 1 };
+        assert!(counts_against(&RequestAttemptError::DbError(timeout, String::new())));
+        assert!(!counts_against(&RequestAttemptError::DbError(DbError::Invalid, String::new())));
+        assert!(!counts_against(&RequestAttemptError::DbError(
+            DbError::SyntaxError,
+            String::new()
+        )));
+    }
+
+    #[test]
     fn an_answer_in_between_clears_the_count() {
         let t0 = Instant::now();
         let mut j = Judge::new();
         for _ in 0..10 {
-            assert!(!j.overtaken(1, t0));
-            assert!(!j.overtaken(1, t0));
+            assert!(!j.strike(1, t0));
+            assert!(!j.strike(1, t0));
             j.answered(1);
         }
         assert!(!j.is_last(1, t0));
         // Another node's answers do not count for it.
-        assert!(!j.overtaken(1, t0));
-        assert!(!j.overtaken(1, t0));
+        assert!(!j.strike(1, t0));
+        assert!(!j.strike(1, t0));
         j.answered(2);
-        assert!(j.overtaken(1, t0));
+        assert!(j.strike(1, t0));
     }
 
     #[test]
