@@ -1,23 +1,24 @@
 //! Routing that puts last, for a few seconds, a node whose requests keep being overtaken.
 //!
-//! A node cut off from the other nodes but not from kith answers what it can do alone (keepalives,
-//! reads at ONE) at once, and every QUORUM request it coordinates only after its timeout. The
-//! driver sends an idempotent request to a second node after 250 ms (`schema::SPECULATIVE_AFTER`) and cancels
-//! the first attempt when the second answers, so the slow answers are never measured and the
-//! driver's latency awareness keeps the node first in a third of all plans: each of those
-//! requests waits the speculative delay, and a kith request made of several statements
-//! almost always meets one.
+//! A node cut off from the other nodes but not from kith answers at once what it can do
+//! alone (keepalives, reads at ONE), and every QUORUM request it coordinates only after its
+//! timeout. The driver sends an idempotent request to a second node after 250 ms
+//! (`schema::SPECULATIVE_AFTER`) and cancels the first attempt when the second answers, so
+//! the slow answers are never measured, and the driver's latency awareness keeps the node
+//! first in a third of all plans: each of those requests waits the speculative delay, and a
+//! kith request made of several statements almost always meets one.
 //!
 //! [`Overtaken`] wraps the driver's policy and watches the plans it hands out: when a plan's
 //! second node is asked for, its first node was too slow or failed. A node with
 //! [`IN_A_ROW`] strikes (such a plan, or an attempt failing for want of replicas or a
-//! connection) and no answer of its own in between (at a level that needs other replicas:
-//! a cut-off node still answers reads at ONE) goes after every other node for
+//! connection) and no answer of its own in between (at a level that needs other replicas: a
+//! cut-off node still answers reads at ONE) goes after every other node for
 //! [`PUT_LAST_FOR`], then leads plans again and is judged anew; put last again with no
-//! answer in between, for twice as long, up to [`PUT_LAST_AT_MOST`]. (A share of its
-//! plans over a window would count the answers from before the fault and react only seconds
-//! later: the first version did, and the service stayed below half its throughput for 2 s.) It stays in every plan, so a request the other nodes cannot serve still
-//! reaches it.
+//! answer in between, for twice as long, up to [`PUT_LAST_AT_MOST`]; of nodes put last, the
+//! one put last most recently goes at the very end. It stays in every plan, so a request
+//! the other nodes cannot serve still reaches it. (Judged instead by the share
+//! of its plans overtaken over a window, it was judged with the answers from before the
+//! fault, and put last 2 s late.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -48,12 +49,14 @@ const PUT_LAST_AT_MOST: Duration = Duration::from_secs(20);
 struct Record {
     strikes: usize,
     last_until: Option<Instant>,
+    /// When it was last put last.
+    put_at: Option<Instant>,
     next_for: Duration,
 }
 
 impl Default for Record {
     fn default() -> Self {
-        Record { strikes: 0, last_until: None, next_for: PUT_LAST_FOR }
+        Record { strikes: 0, last_until: None, put_at: None, next_for: PUT_LAST_FOR }
     }
 }
 
@@ -70,7 +73,13 @@ impl<K: std::hash::Hash + Eq + Copy> Judge<K> {
 
     /// Whether `node` goes last at `now`.
     fn is_last(&self, node: K, now: Instant) -> bool {
-        self.nodes.get(&node).and_then(|r| r.last_until).is_some_and(|until| now < until)
+        self.last_since(node, now).is_some()
+    }
+
+    /// When `node` was put last, if it goes last at `now`.
+    fn last_since(&self, node: K, now: Instant) -> Option<Instant> {
+        let r = self.nodes.get(&node)?;
+        r.last_until.filter(|&until| now < until).and(r.put_at)
     }
 
     /// `node` answered a request that needed other replicas than itself.
@@ -87,6 +96,7 @@ impl<K: std::hash::Hash + Eq + Copy> Judge<K> {
         r.strikes += 1;
         if r.strikes >= IN_A_ROW {
             r.last_until = Some(now + r.next_for);
+            r.put_at = Some(now);
             r.next_for = (r.next_for * 2).min(PUT_LAST_AT_MOST);
             // Judged anew when it leads plans again.
             r.strikes = 0;
@@ -120,9 +130,14 @@ fn counts_against(error: &RequestAttemptError) -> bool {
     }
 }
 
-/// Moves the elements for which `last` holds after the others, keeping each part's order.
-fn put_last<T>(items: Vec<T>, last: impl Fn(&T) -> bool) -> Vec<T> {
-    let (mut first, rest): (Vec<T>, Vec<T>) = items.into_iter().partition(|t| !last(t));
+/// Moves the elements put last (`since` is when) after the others, keeping the others'
+/// order, the one put last most recently at the end: with two nodes put last, the one put
+/// last earlier is likelier to answer again (a node cut after another was healed, whose
+/// time last has not run out yet).
+fn put_last<T, S: Ord>(items: Vec<T>, since: impl Fn(&T) -> Option<S>) -> Vec<T> {
+    let (mut first, mut rest): (Vec<T>, Vec<T>) =
+        items.into_iter().partition(|t| since(t).is_none());
+    rest.sort_by_key(|t| since(t));
     first.extend(rest);
     first
 }
@@ -176,7 +191,7 @@ impl LoadBalancingPolicy for Overtaken {
         let now = Instant::now();
         let plan = {
             let judge = self.judge();
-            put_last(plan, |(n, _)| judge.is_last(key(n), now))
+            put_last(plan, |(n, _)| judge.last_since(key(n), now))
         };
         Box::new(Watched { policy: self, plan: plan.into_iter(), first: None, given: 0 })
     }
@@ -307,8 +322,25 @@ mod tests {
     }
 
     #[test]
-    fn put_last_keeps_each_parts_order() {
-        assert_eq!(put_last(vec![1, 2, 3, 4, 5], |&x| x % 2 == 0), vec![1, 3, 5, 2, 4]);
-        assert_eq!(put_last(vec![2, 4], |&x| x % 2 == 0), vec![2, 4]);
+    fn put_last_keeps_the_others_order_and_the_latest_put_last_at_the_end() {
+        let since = |&x: &i32| (x % 2 == 0).then_some(-x);
+        assert_eq!(put_last(vec![1, 2, 3, 4, 5], since), vec![1, 3, 5, 4, 2]);
+        assert_eq!(put_last(vec![2, 4], since), vec![4, 2]);
+        assert_eq!(put_last(vec![3, 1], since), vec![3, 1]);
+    }
+
+    #[test]
+    fn of_two_nodes_put_last_the_later_goes_after() {
+        let t0 = Instant::now();
+        let mut j = Judge::new();
+        for _ in 0..3 {
+            j.strike(1, t0);
+        }
+        let later = t0 + Duration::from_secs(1);
+        for _ in 0..3 {
+            j.strike(2, later);
+        }
+        let now = later + Duration::from_millis(1);
+        assert_eq!(put_last(vec![2, 1, 3], |&n| j.last_since(n, now)), vec![3, 1, 2]);
     }
 }
