@@ -72,6 +72,7 @@ impl<K: std::hash::Hash + Eq + Copy> Judge<K> {
     }
 
     /// Whether `node` goes last at `now`.
+    #[cfg(test)]
     fn is_last(&self, node: K, now: Instant) -> bool {
         self.last_since(node, now).is_some()
     }
