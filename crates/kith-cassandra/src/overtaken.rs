@@ -211,6 +211,8 @@ impl LoadBalancingPolicy for Overtaken {
         node: NodeRef<'_>,
         error: &RequestAttemptError,
     ) {
+        // An attempt that fails and is then sent on counts twice (here and as its plan goes
+        // on): both say the same node could not serve it.
         if counts_against(error) {
             self.judge().strike(key(node), Instant::now());
         }
