@@ -44,8 +44,9 @@ pub const DEFAULT_KEYSPACE: &str = "kith";
 /// (`follows.active`), with the intents of edits under way (`follow_intents`) and counts
 /// counted from the lists (no more `follow_counts`); format 6 the intents by time
 /// (`follow_intents_at`, `follow_intent_log`, replacing `follow_intents`, whose every read
-/// went through every deleted intent).
-pub(crate) const FORMAT: i32 = 6;
+/// went through every deleted intent); format 7 the edit that last switched each edge
+/// (`follows.edit`), which the next switch names in its condition.
+pub(crate) const FORMAT: i32 = 7;
 
 /// How long one request may take before the driver gives up on it (the nodes' own timeouts,
 /// 2 s for writes and 5 s for reads, come first).
@@ -200,7 +201,7 @@ pub(crate) async fn check_format(session: &Session, keyspace: &str) -> Result<()
         .and_then(|r| r.0);
     match format {
         Some(f) if f < FORMAT => Err(Error::Cluster(format!(
-            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, write clocks, follow edges switched by lightweight transactions, follow intents by time); rebuild it with `kith store build --cassandra`"
+            "keyspace {keyspace} holds a kith store of format {f}, older than this kith's (format {FORMAT}: friend copies, server numbers, write clocks, follow edges switched by lightweight transactions, follow intents by time, each edge's last edit); rebuild it with `kith store build --cassandra`"
         ))),
         _ => Ok(()),
     }
@@ -272,7 +273,7 @@ fn fixed_tables_plain(ks: &str) -> Vec<String> {
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.follows (uid bigint, target bigint, active boolean, \
-             PRIMARY KEY (uid, target))"
+             edit bigint, PRIMARY KEY (uid, target))"
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {ks}.followers (uid bigint, follower bigint, PRIMARY KEY (uid, follower))"

@@ -99,6 +99,50 @@ fn follow_edits_left_half_done_are_repaired() {
     ));
     assert!(store.followers(b, 0, 10).unwrap().is_empty(), "a refused follow left no follower");
     assert!(matches!(store.unfollow(a, b, None), Err(kith_store::Error::NotFollowing { .. })));
+    // A switch's round sent again (the driver resends it through another node after a
+    // timeout or 500 ms) finds its own edit and does not apply twice, even after a later
+    // edit: a round that a paused node held and ran late cannot undo that edit. The store's
+    // conditions, on an edge never switched (`edit` null).
+    let (u, v) = (9_000u64, 9_001u64);
+    rt.block_on(async {
+        let round = |on: bool, mine: i64, from: Option<i64>| {
+            let s = &s;
+            let cql = if on {
+                format!(
+                    "UPDATE {ks}.follows SET active = true, edit = ? WHERE uid = ? AND target = ? \
+                     IF edit = ? AND active != true"
+                )
+            } else {
+                format!(
+                    "UPDATE {ks}.follows SET active = false, edit = ? WHERE uid = ? AND target = ? \
+                     IF edit = ? AND active = true"
+                )
+            };
+            async move {
+                let rows = s
+                    .query_unpaged(cql, (mine, key(u), key(v), from))
+                    .await
+                    .unwrap()
+                    .into_rows_result()
+                    .unwrap();
+                let row = rows.first_row::<scylla::value::Row>().unwrap();
+                let at = |name: &str| rows.column_specs().get_by_name(name).map(|(k, _)| k);
+                use scylla::value::CqlValue::{BigInt, Boolean};
+                let applied = matches!(row.columns[at("[applied]").unwrap()], Some(Boolean(true)));
+                let found = match at("edit").and_then(|k| row.columns[k].clone()) {
+                    Some(BigInt(e)) => Some(e),
+                    _ => None,
+                };
+                (applied, found)
+            }
+        };
+        assert_eq!(round(false, 6, None).await, (false, None), "not followed: refused");
+        assert_eq!(round(true, 7, None).await, (true, None), "the first round applies");
+        assert_eq!(round(true, 7, None).await, (false, Some(7)), "it finds its own");
+        assert_eq!(round(true, 9, None).await, (false, Some(7)), "another finds 7's");
+        assert_eq!(round(false, 8, Some(7)).await, (true, None), "a later unfollow");
+        assert_eq!(round(true, 7, None).await, (false, Some(8)), "7 late: not again");
+    });
     drop(store);
     drop_store(&options).unwrap();
 }

@@ -5,6 +5,13 @@
 //! changes it. A Paxos commit writes its cells at its ballot's timestamp, and ballots of one
 //! partition only grow, so the `writetime` of a row's `active` orders the edits of its edge.
 //!
+//! Each switch stores a random id of its own in `edit`, on the condition that `edit` still
+//! holds the id it read: the edit it follows. A second round of the same switch (the driver
+//! sends it through another node after a timeout, or after 500 ms) applies only if no edit
+//! has applied since that read, its own included, and a round that finds its own id knows it
+//! applied. So a switch is sent twice without ever applying twice, and a round that a paused
+//! node holds cannot undo a later edit when it runs.
+//!
 //! The follower index (`followers`, in target's partition) is derived from the edges: a
 //! follower row is written or deleted `USING TIMESTAMP` of the edge state it reflects, so of
 //! two index writes for one pair the later edge's wins, whatever order they arrive in. An
@@ -29,11 +36,36 @@ const INDEX_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
 /// Requests one follow edit or count read has in flight at once (intents, edge reads, counts).
 const CONCURRENCY: usize = 32;
 
-/// One edge's state as stored: whether it is on, and the timestamp it was set at.
+/// One edge's state as stored: whether it is on, the timestamp it was set at, and the id of
+/// the edit that set it (none before the first).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct EdgeState {
     active: bool,
     at: i64,
+    edit: Option<i64>,
+}
+
+/// What became of a switch with id `mine`, conditioned on the edge's last edit being `from`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Switched {
+    /// It applied (this round, or an earlier round of it that this one found).
+    Applied,
+    /// The edge was already switched that way, and no edit came between.
+    Refused,
+    /// Another edit came between the read and this round; this switch may have applied
+    /// before it (in a round whose answer was lost) or never.
+    Unknown,
+}
+
+/// A round's answer: whether it applied, and the last edit it found if not.
+fn switched(applied: bool, found: Option<i64>, from: Option<i64>, mine: i64) -> Switched {
+    if applied || found == Some(mine) {
+        Switched::Applied
+    } else if found == from {
+        Switched::Refused
+    } else {
+        Switched::Unknown
+    }
 }
 
 impl CassandraStore {
@@ -80,22 +112,26 @@ impl CassandraStore {
         let _one = self.follow_lock();
         self.wait(async {
             let intents = self.intend(uid, targets).await?;
-            let mut taken = Vec::new();
+            let mut taken: Vec<(u64, i64)> = Vec::new();
             for &t in targets {
-                if !self.switch(&self.fixed.follow_on, uid, t).await? {
-                    // All or none: undo the ones taken. Then the index rows of those and of
-                    // the edge found on: the edit that switched it may not have written its
-                    // row yet, and a refusal (or a retry answered by it) must not be seen
-                    // before that row.
-                    for &d in &taken {
-                        self.switch(&self.fixed.follow_off, uid, d).await?;
+                let from = self.edge(uid, t, false).await?.edit;
+                let mine = i(super::intents::rand_nonce());
+                if !self.switch(true, uid, t, from, mine).await? {
+                    // All or none: undo the ones taken (an edge another edit changed since
+                    // is left to it). Then the index rows of those and of the edge found on:
+                    // the edit that switched it may not have written its row yet, and a
+                    // refusal (or a retry answered by it) must not be seen before that row.
+                    for &(d, edit) in &taken {
+                        let undo = i(super::intents::rand_nonce());
+                        self.switch_round(false, uid, d, Some(edit), undo).await?;
                     }
+                    let mut taken: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
                     taken.push(t);
                     self.index(uid, &taken, None, None).await?;
                     self.forget(&intents).await;
                     return Err(StoreError::AlreadyFollowing { uid, target: t });
                 }
-                taken.push(t);
+                taken.push((t, mine));
             }
             self.index(uid, targets, None, record).await?;
             self.forget(&intents).await;
@@ -115,7 +151,9 @@ impl CassandraStore {
             self.finish_pending(target).await?;
             let before = self.count(&self.fixed.followers_count, target).await?;
             let intents = self.intend(uid, &[target]).await?;
-            if !self.switch(&self.fixed.follow_off, uid, target).await? {
+            let from = self.edge(uid, target, false).await?.edit;
+            let mine = i(super::intents::rand_nonce());
+            if !self.switch(false, uid, target, from, mine).await? {
                 // As for a follow refused: the edit that switched it off may not have
                 // deleted its row yet.
                 self.index(uid, &[target], None, None).await?;
@@ -139,16 +177,46 @@ impl CassandraStore {
         Ok(state.active)
     }
 
-    /// Runs a lightweight transaction on the edge uid → target; whether it applied.
-    async fn switch(&self, statement: &PreparedStatement, uid: u64, target: u64) -> Result<bool> {
+    /// Switches the edge uid → target `on` or off as edit `mine`, if its last edit is still
+    /// `from`; whether it applied. An edge already switched that way refuses; an edit that
+    /// came between makes the outcome unknown, an error the client may retry.
+    async fn switch(
+        &self,
+        on: bool,
+        uid: u64,
+        target: u64,
+        from: Option<i64>,
+        mine: i64,
+    ) -> Result<bool> {
+        match self.switch_round(on, uid, target, from, mine).await? {
+            Switched::Applied => Ok(true),
+            Switched::Refused => Ok(false),
+            Switched::Unknown => Err(StoreError::Unavailable(format!(
+                "changing the follow {uid} → {target}: another edit of it came between, so \
+                 whether this one applied is unknown"
+            ))),
+        }
+    }
+
+    /// One lightweight transaction of a switch (the driver may send it twice).
+    async fn switch_round(
+        &self,
+        on: bool,
+        uid: u64,
+        target: u64,
+        from: Option<i64>,
+        mine: i64,
+    ) -> Result<Switched> {
+        let statement = if on { &self.fixed.follow_on } else { &self.fixed.follow_off };
         let rows = self
             .session()
-            .execute_unpaged(statement, (key(uid), key(target)))
+            .execute_unpaged(statement, (mine, key(uid), key(target), from))
             .await
             .map_err(|e| driver("changing a follow", e))?
             .into_rows_result()
             .map_err(|e| bad_rows("follow", e))?;
-        Ok(super::rows::lwt_outcome(&rows, "active")?.0)
+        let (applied, found) = super::rows::lwt_outcome(&rows, "edit")?;
+        Ok(switched(applied, found, from, mine))
     }
 
     /// The edge's state (`serial`: by a Paxos read, which first completes an edit left in
@@ -166,11 +234,11 @@ impl CassandraStore {
             .into_rows_result()
             .map_err(|e| bad_rows("follow", e))?;
         let row = rows
-            .maybe_first_row::<(Option<bool>, Option<i64>)>()
+            .maybe_first_row::<(Option<bool>, Option<i64>, Option<i64>)>()
             .map_err(|e| bad_rows("follow", e))?;
         Ok(match row {
-            Some((Some(active), Some(at))) => EdgeState { active, at },
-            _ => EdgeState { active: false, at: 0 },
+            Some((Some(active), Some(at), edit)) => EdgeState { active, at, edit },
+            _ => EdgeState { active: false, at: 0, edit: None },
         })
     }
 
@@ -227,5 +295,32 @@ impl CassandraStore {
         } else if state.at > 0 {
             w.push(&self.fixed.follower_del, (state.at, key(target), key(uid)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Switched, switched};
+
+    #[test]
+    fn a_round_that_applied_or_found_its_own_edit_applied() {
+        assert_eq!(switched(true, None, None, 7), Switched::Applied);
+        assert_eq!(switched(false, Some(7), Some(3), 7), Switched::Applied);
+        assert_eq!(switched(false, Some(7), None, 7), Switched::Applied);
+    }
+
+    #[test]
+    fn a_round_that_found_the_edit_it_read_was_refused() {
+        // Never edited (a row with no edit, or none at all), or unchanged since the read.
+        assert_eq!(switched(false, None, None, 7), Switched::Refused);
+        assert_eq!(switched(false, Some(3), Some(3), 7), Switched::Refused);
+    }
+
+    #[test]
+    fn a_round_that_found_another_edit_is_unknown() {
+        // Its own round may have applied before that edit, with its answer lost.
+        assert_eq!(switched(false, Some(4), Some(3), 7), Switched::Unknown);
+        assert_eq!(switched(false, Some(4), None, 7), Switched::Unknown);
+        assert_eq!(switched(false, None, Some(3), 7), Switched::Unknown);
     }
 }

@@ -203,7 +203,7 @@ impl CassandraStore {
     }
 }
 
-fn rand_nonce() -> u64 {
+pub(super) fn rand_nonce() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(

@@ -60,9 +60,9 @@ statements! { Fixed(ks: &str) {
     next_pos_cas = false, "UPDATE {ks}.generations SET next_pos = ? WHERE generation = ? IF next_pos = ?";
     follower_put = true, "INSERT INTO {ks}.followers (uid, follower) VALUES (?, ?) USING TIMESTAMP ?";
     follower_del = true, "DELETE FROM {ks}.followers USING TIMESTAMP ? WHERE uid = ? AND follower = ?";
-    follow_on = false, "UPDATE {ks}.follows SET active = true WHERE uid = ? AND target = ? IF active != true";
-    follow_off = false, "UPDATE {ks}.follows SET active = false WHERE uid = ? AND target = ? IF active = true";
-    follow_state = true, "SELECT active, writetime(active) FROM {ks}.follows WHERE uid = ? AND target = ?";
+    follow_on = true, "UPDATE {ks}.follows SET active = true, edit = ? WHERE uid = ? AND target = ? IF edit = ? AND active != true";
+    follow_off = true, "UPDATE {ks}.follows SET active = false, edit = ? WHERE uid = ? AND target = ? IF edit = ? AND active = true";
+    follow_state = true, "SELECT active, writetime(active), edit FROM {ks}.follows WHERE uid = ? AND target = ?";
     followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? AND active = true LIMIT ? ALLOW FILTERING";
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
     followees_count = true, "SELECT COUNT(*) FROM {ks}.follows WHERE uid = ? AND active = true ALLOW FILTERING";
