@@ -1,6 +1,9 @@
 //! How the driver retries a request that failed: [`Retries`].
 
-use scylla::errors::{DbError, RequestAttemptError, WriteType};
+use std::net::SocketAddr;
+
+use scylla::errors::{DbError, RequestAttemptError, RequestError, WriteType};
+use scylla::observability::history::{AttemptId, HistoryListener, RequestId, SpeculativeId};
 use scylla::policies::retry::{
     DefaultRetrySession, RequestInfo, RetryDecision, RetryPolicy, RetrySession,
 };
@@ -73,6 +76,48 @@ impl RetrySession for RetriesSession {
         self.default.reset();
         self.moved_on = false;
     }
+}
+
+/// Counts the attempts the driver sends for one request: its first, a copy sent to a second
+/// node ([`crate::schema::LWT_SPECULATIVE_AFTER`]), and retries. Set on a statement for one
+/// request; a lightweight transaction answered after a single attempt had no other round
+/// that could apply it, before or later. The driver runs a request's copies in its own
+/// task and drops them when it answers, so the count is complete once it has answered.
+#[derive(Debug, Default)]
+pub(crate) struct Attempts(std::sync::atomic::AtomicUsize);
+
+impl Attempts {
+    pub(crate) fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl HistoryListener for Attempts {
+    fn log_request_start(&self) -> RequestId {
+        RequestId(0)
+    }
+
+    fn log_request_success(&self, _: RequestId) {}
+
+    fn log_request_error(&self, _: RequestId, _: &RequestError) {}
+
+    fn log_new_speculative_fiber(&self, _: RequestId) -> SpeculativeId {
+        SpeculativeId(0)
+    }
+
+    fn log_attempt_start(
+        &self,
+        _: RequestId,
+        _: Option<SpeculativeId>,
+        _: SocketAddr,
+    ) -> AttemptId {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        AttemptId(n)
+    }
+
+    fn log_attempt_success(&self, _: AttemptId) {}
+
+    fn log_attempt_error(&self, _: AttemptId, _: &RequestAttemptError, _: &RetryDecision) {}
 }
 
 #[cfg(test)]

@@ -263,20 +263,23 @@ fn two_servers_racing_apply_each_write_once() {
         }
         let (u, t) = (uids[rng.random_range(0..8)], uids[8 + rng.random_range(0..8)]);
         for follow in [true, false] {
-            std::thread::scope(|s| {
-                for store in [&one, &two] {
+            let applied = std::thread::scope(|s| {
+                let runs = [&one, &two].map(|store| {
                     let barrier = &barrier;
                     s.spawn(move || {
                         barrier.wait();
-                        // One of the two finds it done: 409 or 404; either may time out.
-                        let _ = if follow {
+                        // One of the two finds it done: 409 or 404 (the other read the edge
+                        // before it changed, and reads it again); either may time out.
+                        if follow {
                             store.follow(u, &[t])
                         } else {
                             store.unfollow(u, t, None).map(|_| ())
-                        };
-                    });
-                }
+                        }
+                    })
+                });
+                runs.map(|r| r.join().unwrap().is_ok())
             });
+            assert!(!(applied[0] && applied[1]), "round {round}: both {follow} switches applied");
         }
     }
     // A write that timed out may have changed an edge and not its follower row; its intent

@@ -10,7 +10,9 @@
 //! sends it through another node after a timeout, or after 500 ms) applies only if no edit
 //! has applied since that read, its own included, and a round that finds its own id knows it
 //! applied. So a switch is sent twice without ever applying twice, and a round that a paused
-//! node holds cannot undo a later edit when it runs.
+//! node holds cannot undo a later edit when it runs. A round that finds another edit's id
+//! did not apply if the driver sent it only once (the edit reads the edge again and goes
+//! on from there); sent twice, its outcome is unknown.
 //!
 //! The follower index (`followers`, in target's partition) is derived from the edges: a
 //! follower row is written or deleted `USING TIMESTAMP` of the edge state it reflects, so of
@@ -31,6 +33,9 @@ use super::rows::key;
 use super::{CassandraStore, Writes, bad_rows, i};
 use crate::error::driver;
 
+/// Times an edit reads the edge again after another edit came between its read and its
+/// round, before it gives up (each time, nothing of it applied).
+const MOVED_TRIES: usize = 4;
 /// How long an edit goes on sending its index writes that time out.
 const INDEX_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
 /// Requests one follow edit or count read has in flight at once (intents, edge reads, counts).
@@ -52,20 +57,42 @@ enum Switched {
     Applied,
     /// The edge was already switched that way, and no edit came between.
     Refused,
-    /// Another edit came between the read and this round; this switch may have applied
-    /// before it (in a round whose answer was lost) or never.
+    /// Another edit came between the read and this round, which the driver sent once: it
+    /// did not apply (a coordinator answers "not applied" only if no replica accepted its
+    /// proposal; one that some accepted but not a quorum is answered with a timeout, as
+    /// another round may complete it), and may be tried again from that edit.
+    Moved,
+    /// Another edit came between the read and this round, which the driver sent more than
+    /// once: it may have applied before that edit (in a round whose answer was lost) or
+    /// never.
     Unknown,
 }
 
-/// A round's answer: whether it applied, and the last edit it found if not.
-fn switched(applied: bool, found: Option<i64>, from: Option<i64>, mine: i64) -> Switched {
+/// A round's answer: whether it applied, the last edit it found if not, and how many
+/// attempts the driver sent.
+fn switched(
+    applied: bool,
+    found: Option<i64>,
+    from: Option<i64>,
+    mine: i64,
+    attempts: usize,
+) -> Switched {
     if applied || found == Some(mine) {
         Switched::Applied
     } else if found == from {
         Switched::Refused
+    } else if attempts <= 1 {
+        Switched::Moved
     } else {
         Switched::Unknown
     }
+}
+
+fn unknown(uid: u64, target: u64) -> StoreError {
+    StoreError::Unavailable(format!(
+        "changing the follow {uid} → {target}: another edit of it came between, so whether \
+         this one applied is unknown"
+    ))
 }
 
 impl CassandraStore {
@@ -114,17 +141,21 @@ impl CassandraStore {
             let intents = self.intend(uid, targets).await?;
             let mut taken: Vec<(u64, i64)> = Vec::new();
             for &t in targets {
-                let from = self.edge(uid, t, false).await?.edit;
-                let mine = i(super::intents::rand_nonce());
-                if !self.switch(true, uid, t, from, mine).await? {
+                let (outcome, mine) = self.switch(true, uid, t).await?;
+                if outcome != Switched::Applied {
                     // All or none: undo the ones taken (an edge another edit changed since
-                    // is left to it). Then the index rows of those and of the edge found on:
-                    // the edit that switched it may not have written its row yet, and a
-                    // refusal (or a retry answered by it) must not be seen before that row.
+                    // is left to it).
                     for &(d, edit) in &taken {
                         let undo = i(super::intents::rand_nonce());
                         self.switch_round(false, uid, d, Some(edit), undo).await?;
                     }
+                    if outcome == Switched::Unknown {
+                        // The intents stay for the repair to settle.
+                        return Err(unknown(uid, t));
+                    }
+                    // Then the index rows of those and of the edge found on: the edit that
+                    // switched it may not have written its row yet, and a refusal (or a
+                    // retry answered by it) must not be seen before that row.
                     let mut taken: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
                     taken.push(t);
                     self.index(uid, &taken, None, None).await?;
@@ -151,9 +182,11 @@ impl CassandraStore {
             self.finish_pending(target).await?;
             let before = self.count(&self.fixed.followers_count, target).await?;
             let intents = self.intend(uid, &[target]).await?;
-            let from = self.edge(uid, target, false).await?.edit;
-            let mine = i(super::intents::rand_nonce());
-            if !self.switch(false, uid, target, from, mine).await? {
+            let (outcome, _) = self.switch(false, uid, target).await?;
+            if outcome == Switched::Unknown {
+                return Err(unknown(uid, target));
+            }
+            if outcome == Switched::Refused {
                 // As for a follow refused: the edit that switched it off may not have
                 // deleted its row yet.
                 self.index(uid, &[target], None, None).await?;
@@ -177,28 +210,26 @@ impl CassandraStore {
         Ok(state.active)
     }
 
-    /// Switches the edge uid → target `on` or off as edit `mine`, if its last edit is still
-    /// `from`; whether it applied. An edge already switched that way refuses; an edit that
-    /// came between makes the outcome unknown, an error the client may retry.
-    async fn switch(
-        &self,
-        on: bool,
-        uid: u64,
-        target: u64,
-        from: Option<i64>,
-        mine: i64,
-    ) -> Result<bool> {
-        match self.switch_round(on, uid, target, from, mine).await? {
-            Switched::Applied => Ok(true),
-            Switched::Refused => Ok(false),
-            Switched::Unknown => Err(StoreError::Unavailable(format!(
-                "changing the follow {uid} → {target}: another edit of it came between, so \
-                 whether this one applied is unknown"
-            ))),
+    /// Switches the edge uid → target `on` or off as a new edit, from the edit it reads
+    /// first: applied (with the edit's id), refused (already so), or unknown. An edit that
+    /// came between the read and a round sent once is read and followed in turn.
+    async fn switch(&self, on: bool, uid: u64, target: u64) -> Result<(Switched, i64)> {
+        for _ in 0..MOVED_TRIES {
+            let from = self.edge(uid, target, false).await?.edit;
+            let mine = i(super::intents::rand_nonce());
+            match self.switch_round(on, uid, target, from, mine).await? {
+                Switched::Moved => continue,
+                outcome => return Ok((outcome, mine)),
+            }
         }
+        Err(StoreError::Unavailable(format!(
+            "changing the follow {uid} → {target}: {MOVED_TRIES} other edits of it came \
+             between this one's read and its round, and this one did not apply"
+        )))
     }
 
-    /// One lightweight transaction of a switch (the driver may send it twice).
+    /// One lightweight transaction of a switch as edit `mine`, if the edge's last edit is
+    /// still `from` (the driver may send it more than once).
     async fn switch_round(
         &self,
         on: bool,
@@ -207,16 +238,18 @@ impl CassandraStore {
         from: Option<i64>,
         mine: i64,
     ) -> Result<Switched> {
-        let statement = if on { &self.fixed.follow_on } else { &self.fixed.follow_off };
+        let attempts = std::sync::Arc::new(crate::retries::Attempts::default());
+        let mut statement = if on { &self.fixed.follow_on } else { &self.fixed.follow_off }.clone();
+        statement.set_history_listener(attempts.clone());
         let rows = self
             .session()
-            .execute_unpaged(statement, (mine, key(uid), key(target), from))
+            .execute_unpaged(&statement, (mine, key(uid), key(target), from))
             .await
             .map_err(|e| driver("changing a follow", e))?
             .into_rows_result()
             .map_err(|e| bad_rows("follow", e))?;
         let (applied, found) = super::rows::lwt_outcome(&rows, "edit")?;
-        Ok(switched(applied, found, from, mine))
+        Ok(switched(applied, found, from, mine, attempts.count()))
     }
 
     /// The edge's state (`serial`: by a Paxos read, which first completes an edit left in
@@ -304,23 +337,29 @@ mod tests {
 
     #[test]
     fn a_round_that_applied_or_found_its_own_edit_applied() {
-        assert_eq!(switched(true, None, None, 7), Switched::Applied);
-        assert_eq!(switched(false, Some(7), Some(3), 7), Switched::Applied);
-        assert_eq!(switched(false, Some(7), None, 7), Switched::Applied);
+        assert_eq!(switched(true, None, None, 7, 1), Switched::Applied);
+        assert_eq!(switched(false, Some(7), Some(3), 7, 2), Switched::Applied);
+        assert_eq!(switched(false, Some(7), None, 7, 3), Switched::Applied);
     }
 
     #[test]
     fn a_round_that_found_the_edit_it_read_was_refused() {
         // Never edited (a row with no edit, or none at all), or unchanged since the read.
-        assert_eq!(switched(false, None, None, 7), Switched::Refused);
-        assert_eq!(switched(false, Some(3), Some(3), 7), Switched::Refused);
+        assert_eq!(switched(false, None, None, 7, 1), Switched::Refused);
+        assert_eq!(switched(false, Some(3), Some(3), 7, 2), Switched::Refused);
     }
 
     #[test]
-    fn a_round_that_found_another_edit_is_unknown() {
-        // Its own round may have applied before that edit, with its answer lost.
-        assert_eq!(switched(false, Some(4), Some(3), 7), Switched::Unknown);
-        assert_eq!(switched(false, Some(4), None, 7), Switched::Unknown);
-        assert_eq!(switched(false, None, Some(3), 7), Switched::Unknown);
+    fn a_round_sent_once_that_found_another_edit_did_not_apply() {
+        assert_eq!(switched(false, Some(4), Some(3), 7, 1), Switched::Moved);
+        assert_eq!(switched(false, Some(4), None, 7, 1), Switched::Moved);
+    }
+
+    #[test]
+    fn a_round_sent_twice_that_found_another_edit_is_unknown() {
+        // Its other attempt may have applied before that edit, with its answer lost.
+        assert_eq!(switched(false, Some(4), Some(3), 7, 2), Switched::Unknown);
+        assert_eq!(switched(false, Some(4), None, 7, 2), Switched::Unknown);
+        assert_eq!(switched(false, None, Some(3), 7, 3), Switched::Unknown);
     }
 }
