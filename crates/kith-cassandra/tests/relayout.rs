@@ -91,6 +91,40 @@ fn readers_keep_reading_through_a_relayout() {
         store.users_page(cursor, 10),
         Err(Error::StaleCursor { cursor: 1, current: 2 })
     ));
+    // Every copied cell of a user carries one timestamp, its index row's clock's: a write
+    // after the switch reads that clock and stamps past it, so it wins over every copy,
+    // whatever the coordinators' clocks (each request stamped by its coordinator gave
+    // each a timestamp of its own).
+    let writetimes = |cql: String| -> Vec<(i64, i64)> {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let s = scylla::client::session_builder::SessionBuilder::new()
+                .known_nodes(testing::hosts())
+                .build()
+                .await
+                .unwrap();
+            s.query_unpaged(cql, ())
+                .await
+                .unwrap()
+                .into_rows_result()
+                .unwrap()
+                .rows::<(i64, i64)>()
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        })
+    };
+    let ks = options.keyspace.clone();
+    let clocks: std::collections::HashMap<i64, i64> =
+        writetimes(format!("SELECT uid, writetime(clock) FROM {ks}.index_g2"))
+            .into_iter()
+            .collect();
+    let copies = writetimes(format!("SELECT uid, writetime(profile) FROM {ks}.users_g2"));
+    assert_eq!(clocks.len(), n as usize);
+    assert!(copies.len() > n as usize, "friend copies among the profiles");
+    for (uid, at) in copies {
+        assert_eq!(Some(&at), clocks.get(&uid), "a copied profile's timestamp, stored uid {uid}");
+    }
     // Writes go to the new generation.
     store.add_friend(uids[0], uids[1]).unwrap();
     assert!(other.get_all_friends(uids[1]).unwrap().contains(&uids[0]));

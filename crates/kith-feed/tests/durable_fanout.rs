@@ -210,7 +210,8 @@ fn a_follow_whose_backfill_failed_leaves_no_timeline_without_it() {
 
 /// An unfollow whose timeline removal Redis refuses leaves the unfollowed author's posts in
 /// the follower's timeline: a feed read leaves them out and fills the page from below, so
-/// the page is not short.
+/// the page is not short, however many there are above (a read took at most 4 rounds of
+/// what it still wanted: 12 such posts left a page of 3 empty).
 #[test]
 fn a_feed_page_is_filled_past_posts_of_someone_no_longer_followed() {
     let dir = tempfile::tempdir().unwrap();
@@ -221,15 +222,18 @@ fn a_feed_page_is_filled_past_posts_of_someone_no_longer_followed() {
     let rt = runtime();
     let feed = open_feed(&rt, &store, config);
     rt.block_on(feed.follow(1, vec![0, 2])).unwrap();
-    for (author, content) in [(0, "a1"), (0, "a2"), (0, "a3"), (2, "b1"), (2, "b2"), (2, "b3")] {
-        rt.block_on(feed.post(author, content.into())).unwrap();
+    for content in ["a1", "a2", "a3"] {
+        rt.block_on(feed.post(0, content.into())).unwrap();
+    }
+    for k in 1..=12 {
+        rt.block_on(feed.post(2, format!("b{k}"))).unwrap();
     }
     rt.block_on(feed.drain());
     let page = |limit| -> Vec<String> {
         let page = rt.block_on(feed.feed(1, None, limit)).unwrap();
         page.posts.iter().map(|p| p.content.clone()).collect()
     };
-    assert_eq!(page(3), ["b3", "b2", "b1"]);
+    assert_eq!(page(3), ["b12", "b11", "b10"]);
     redis.command(&["ACL", "SETUSER", "default", "-zrem"]);
     rt.block_on(feed.unfollow(1, 2)).expect("the unfollow is stored; the removal is the cache's");
     redis.command(&["ACL", "SETUSER", "default", "+zrem"]);

@@ -266,7 +266,11 @@ impl CassandraStore {
                         .collect::<Result<_, StoreError>>()?
                 };
                 let copied = &copied_to[to as usize];
-                let mut w = Writes::unlogged();
+                // One timestamp on every copied cell of the user, the index row's clock
+                // included: a write after the switch reads that clock and stamps past it, so
+                // it wins over the copied profile too, whatever the coordinators' clocks.
+                let at = self.stamp();
+                let mut w = Writes::unlogged().at(at);
                 w.push(&st.user_put, (to_part, i(to), key(who), profile.clone()));
                 for (c, bytes) in chunks {
                     w.push(&st.data_put, (to_part, i(to), c, bytes));
@@ -275,20 +279,19 @@ impl CassandraStore {
                 // Friend copies, each in its own partition.
                 stream::iter(copied.iter().copied())
                     .map(|part| {
-                        session
-                            .execute_unpaged(&st.user_put, (part, i(to), key(who), profile.clone()))
+                        let mut w = Writes::unlogged().at(at);
+                        w.push(&st.user_put, (part, i(to), key(who), profile.clone()));
+                        w.run(session, "writing a friend copy")
                     })
                     .buffer_unordered(8)
-                    .map_err(|e| driver("writing a friend copy", e))
-                    .try_for_each(|_| async { Ok(()) })
+                    .try_for_each(|()| async { Ok(()) })
                     .await?;
-                session
-                    .execute_unpaged(
-                        &st.index_load,
-                        (key(who), i(to), i(now.data_bytes[v as usize]), friends, copied.clone()),
-                    )
-                    .await
-                    .map_err(|e| driver("writing an index row", e))?;
+                let mut w = Writes::unlogged().at(at);
+                w.push(
+                    &st.index_load,
+                    (key(who), i(to), i(now.data_bytes[v as usize]), friends, copied.clone()),
+                );
+                w.run(session, "writing an index row").await?;
                 bar.inc(1);
                 Ok::<_, StoreError>(())
             })

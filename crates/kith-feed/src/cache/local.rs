@@ -297,9 +297,16 @@ impl Local {
         self.cache.invalidate(&Key::Timeline(uid));
     }
 
+    /// Removes the ids; but drops a timeline being built, whose build may have read them
+    /// before and would put them back when it finishes.
     pub(super) fn timeline_remove(&self, uid: u64, ids: &[u64]) -> Result<()> {
         if let Some((t, _)) = self.timeline(uid) {
             let mut g = lock(&t);
+            if g.floor.is_none() {
+                drop(g);
+                self.timeline_drop(uid);
+                return Ok(());
+            }
             for id in ids {
                 g.ids.remove(id);
             }

@@ -63,6 +63,18 @@ set_floor(KEYS[1], floor)
 return 1
 ";
 
+/// KEYS[1] the timeline; ARGV: the ids. Removes them; but deletes a timeline being built,
+/// whose build may have read them before the removal and would put them back when it
+/// finishes (it then finishes nothing, and the next read builds it again).
+pub(super) const LUA_REMOVE: &str = r"
+if redis.call('ZSCORE', KEYS[1], 'b') then
+  redis.call('DEL', KEYS[1])
+  return 2
+end
+for i = 1, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+return 1
+";
+
 /// KEYS[1] the timeline; ARGV: cap, then the ids. Does nothing to a missing timeline.
 pub(super) const LUA_ADD: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

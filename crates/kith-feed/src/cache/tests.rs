@@ -209,6 +209,16 @@ async fn timelines_being_built_and_finished_without_begin() {
         assert_eq!(read(b, 3, u64::MAX, 10).await, Some((vec![9, 8, 7], 7)), "{name}");
         b.timeline_drop(3).await;
         assert_eq!(read(b, 3, u64::MAX, 10).await, None, "{name}");
+        // An unfollow's removal while a build is under way drops the timeline: the build
+        // may have read the removed posts before, and would put them back.
+        b.timeline_begin(5).await.unwrap();
+        b.timeline_remove(5, &[8]).await.unwrap();
+        b.timeline_finish(5, &[9, 8, 7], 7, 5).await.unwrap();
+        assert_eq!(read(b, 5, u64::MAX, 10).await, None, "{name}");
+        b.timeline_begin(5).await.unwrap();
+        b.timeline_finish(5, &[9, 8, 7], 7, 5).await.unwrap();
+        b.timeline_remove(5, &[8]).await.unwrap();
+        assert_eq!(read(b, 5, u64::MAX, 10).await, Some((vec![9, 7], 7)), "{name}");
         // An empty complete timeline is a hit with its floor.
         b.timeline_begin(4).await.unwrap();
         b.timeline_finish(4, &[], 50, 5).await.unwrap();

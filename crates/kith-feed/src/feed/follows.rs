@@ -100,10 +100,11 @@ impl Feed {
         self.invalidate_followees(uid).await;
         let (before, after) = stored?;
         if self.config.strategy != Strategy::Pull {
-            // The unfollow is stored, so nothing here fails it. Feed reads leave out (and
-            // remove) posts of authors no longer followed, so a removal that fails costs
-            // space and a read's refill, not correctness; one whose posts cannot be read
-            // drops the timeline.
+            // The unfollow is stored, so nothing here fails it. Feed reads leave out posts
+            // of authors no longer followed, so a removal that fails costs space and a
+            // read's refill, not correctness; one whose posts cannot be read drops the
+            // timeline, and one that meets a build under way drops it too (the build may
+            // have read the posts before the removal).
             match self.author_recent(target).await {
                 Ok(ids) => {
                     if let Err(e) = self.backend.timeline_remove(uid, &ids).await {

@@ -11,9 +11,6 @@ use crate::journal::lock;
 use crate::post::Post;
 use crate::task::blocking;
 
-/// Rounds of ids one feed read takes at most to fill its page past posts it leaves out.
-const FILL_ROUNDS: usize = 4;
-
 /// Merges lists sorted newest first into the newest `limit` ids, dropping duplicates.
 pub fn merge_newest(lists: &[Vec<u64>], limit: usize) -> Vec<u64> {
     let mut heap: BinaryHeap<(u64, usize, usize)> =
@@ -281,23 +278,33 @@ impl Feed {
         let (mut posts, mut next, mut below) = (Vec::with_capacity(limit), None, before);
         // A timeline may hold posts of someone no longer followed (a push that raced an
         // unfollow, or an unfollow whose removal failed): they are left out and the page
-        // filled from below, so a page is short only at the end. They are not removed from
-        // the timeline: the followee list was read before the timeline, and a follow in
-        // between may just have backfilled that author's posts, which a removal would take
-        // from every later read (a trial found 18 posts missing so). The timeline's length
-        // bounds them.
-        for _ in 0..FILL_ROUNDS {
-            let want = limit - posts.len();
-            let ids = self.feed_ids(uid, &followees, below, want).await?;
-            next = (ids.len() == want).then(|| *ids.last().expect("want >= 1"));
-            let mut got = self.get_posts(&ids).await?;
-            got.retain(|p| following.contains(&p.author));
-            let short = got.len() < ids.len();
-            posts.extend(got);
-            match next {
-                Some(last) if short => below = last,
-                _ => break,
+        // filled from below, a page of ids at a time, so a page is short only at the end.
+        // They are not removed from the timeline: the followee list was read before the
+        // timeline, and a follow in between may just have backfilled that author's posts,
+        // which a removal would take from every later read (a trial found 18 posts missing
+        // so). The timeline's length bounds them, and so the rounds. With rounds of what
+        // was still wanted, at most 4, two rounds of one id each met two such posts in a
+        // trial, and the page ended short of a post it owed.
+        let rounds = self.config.timeline_len / limit + 2;
+        for _ in 0..rounds {
+            let ids = self.feed_ids(uid, &followees, below, limit).await?;
+            let Some(&last) = ids.last() else {
+                next = None;
+                break;
+            };
+            let got = self.get_posts(&ids).await?;
+            posts.extend(
+                got.into_iter().filter(|p| following.contains(&p.author)).take(limit - posts.len()),
+            );
+            if posts.len() == limit {
+                next = posts.last().map(|p| p.id);
+                break;
             }
+            if ids.len() < limit {
+                next = None;
+                break;
+            }
+            (below, next) = (last, Some(last));
         }
         Ok(FeedPage { posts, next })
     }

@@ -48,7 +48,8 @@ mod timelines;
 mod upkeep;
 use super::health::{Health, unavailable};
 use super::lua::{
-    LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, script_text,
+    LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, LUA_REMOVE,
+    script_text,
 };
 use crate::config::FeedConfig;
 use crate::error::{Error, Result};
@@ -62,6 +63,7 @@ pub struct Redis {
     begin: redis::Script,
     finish: redis::Script,
     add: redis::Script,
+    remove: redis::Script,
     fill: redis::Script,
 }
 
@@ -224,6 +226,7 @@ impl Redis {
             begin: script(LUA_BEGIN),
             finish: script(LUA_FINISH),
             add: script(LUA_ADD),
+            remove: script(LUA_REMOVE),
             fill: script(LUA_FRIENDS_FILL),
         })
     }

@@ -103,13 +103,17 @@ impl Redis {
         dropped
     }
 
-    /// One ZREM; the floor and build markers are not ids, so they stay.
+    /// One script: the ids removed (the floor and build markers are not ids, so they
+    /// stay), or the timeline deleted if it is being built (`LUA_REMOVE`).
     pub(in crate::cache) async fn timeline_remove(&self, uid: u64, ids: &[u64]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         let mut con = self.con();
-        let members: Vec<String> = ids.iter().map(u64::to_string).collect();
-        self.run("timeline remove", con.zrem::<_, _, ()>(self.timeline_key(uid), members)).await
+        let mut inv = self.remove.key(self.timeline_key(uid));
+        for id in ids {
+            inv.arg(id);
+        }
+        self.run("timeline remove", inv.invoke_async::<()>(&mut con)).await
     }
 }
