@@ -2,8 +2,9 @@
 //! (posts, profiles, follows and friendships switched on and off) on 1, 2 and 4 `kith
 //! serve` processes over a 3-node Cassandra and a Redis Cluster, beside one embedded server
 //! (RocksDB, in-process cache) in the same run; with `--baseline`, another kith binary's
-//! servers in every case too, interleaved, and the ratios. Per case and operation:
-//! throughput, p50 and p99 from a closed loop of clients spread over the servers, and the
+//! servers in every case too, both builds' up at once and taking turns load by load over
+//! several rounds, and the ratios of their medians. Per case and operation: throughput, p50
+//! and p99 from a closed loop of clients spread over the servers, and the
 //! CPU-seconds per request of the servers and of the engines under them (Cassandra's JVMs,
 //! the Redis nodes), read from `/proc`: on 2 cores everything shares the CPU, so CPU per
 //! request is the figure that carries over to a machine per process. JSON under
@@ -50,6 +51,10 @@ pub struct ServersBenchArgs {
     /// Unmeasured seconds before each.
     #[arg(long, default_value_t = 2.0)]
     warmup_s: f64,
+    /// Times each load runs per case and build, the builds taking turns; the figures are
+    /// the medians (default 3 with --baseline, else 1).
+    #[arg(long)]
+    rounds: Option<usize>,
     /// Run on the local cluster in this directory (`kith cluster up --dir`) instead of
     /// starting one.
     #[arg(long)]
@@ -112,6 +117,8 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
         a.users >= 10 && a.posts >= 1 && a.clients >= 1,
         "--users, --posts and --clients must be positive"
     );
+    let rounds = a.rounds.unwrap_or(if a.baseline.is_some() { 3 } else { 1 });
+    ensure!((1..=20).contains(&rounds), "--rounds: from 1 to 20, got {rounds}");
     let mut builds = vec![Build { name: "this", exe: std::env::current_exe()? }];
     if let Some(exe) = &a.baseline {
         ensure!(exe.is_file(), "--baseline {}: no such file", exe.display());
@@ -159,12 +166,13 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut salt = a.seed;
-    let mut subjects = |posts: &[u64], f: &mut dyn FnMut(&Subjects<'_>) -> Result<()>| {
+    let mut subjects = || {
         salt += 1;
-        f(&Subjects { users: &users, posts, friends: &friends, salt })
+        Subjects { users: &users, friends: &friends, salt }
     };
 
-    // The embedded default: one process, RocksDB and the in-process cache.
+    // The embedded default: one process per build, RocksDB and the in-process cache.
+    let mut embedded = Vec::new();
     for b in &builds {
         eprintln!(
             "bench servers: {}: embedded: a kith-layout store of {} users",
@@ -175,15 +183,24 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
         b.store(&edges, a.seed, &["--dir", &store.to_string_lossy()])?;
         let (server, base) = start_server_of(&b.exe, &store, &serve_args)?;
         let posts = runtime.block_on(seed(&base, &graph, a.posts, a.seed))?;
-        let case = Case {
-            build: b.name,
-            mode: "embedded",
-            urls: &[base],
-            servers: &[server.id()],
-            engines: &[],
-        };
-        subjects(&posts, &mut |s| measure(&runtime, &run, &case, &LOADS, s, &mut rows))?;
+        embedded.push((b.name, server, [base], posts));
     }
+    let pids: Vec<[u32; 1]> = embedded.iter().map(|(_, server, _, _)| [server.id()]).collect();
+    let cases: Vec<Case<'_>> = embedded
+        .iter()
+        .zip(&pids)
+        .map(|((build, _, urls, posts), pid)| Case {
+            build,
+            mode: "embedded",
+            urls,
+            servers: pid,
+            engines: &[],
+            posts,
+        })
+        .collect();
+    measure(&runtime, &run, &cases, &LOADS, &subjects(), rounds, &mut rows)?;
+    drop(cases);
+    drop(embedded);
 
     let rig = match &a.cluster_dir {
         Some(dir) => Rig::open(dir)?,
@@ -226,47 +243,44 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
             )?;
         }
         let mut posts: Vec<Vec<u64>> = vec![Vec::new(); builds.len()];
+        let prefix = |b: &Build| format!("bs{}{}", std::process::id(), b.name);
         for &n in &a.servers {
+            // Every build's servers at once, on its own keyspace and Redis prefix.
+            let mut up = Vec::new();
             for (k, b) in builds.iter().enumerate() {
-                let prefix = format!("bs{}{}", std::process::id(), b.name);
-                let start = |args: &[String]| -> Result<(Vec<Option<ChildProcess>>, Vec<String>)> {
-                    rig.servers_of(Some(&b.exe), &keyspace(b), n, &prefix, args, None)
-                };
-                let (servers, urls) = start(&serve_args)?;
+                let (servers, urls) =
+                    rig.servers_of(Some(&b.exe), &keyspace(b), n, &prefix(b), &serve_args, None)?;
                 if posts[k].is_empty() {
                     posts[k] = runtime.block_on(seed(&urls[0], &graph, a.posts, a.seed))?;
                 }
                 let pids: Vec<u32> = servers.iter().flatten().map(ChildProcess::id).collect();
-                let case = Case {
-                    build: b.name,
-                    mode: "cluster",
-                    urls: &urls,
-                    servers: &pids,
-                    engines: &engines,
-                };
-                subjects(&posts[k], &mut |s| measure(&runtime, &run, &case, &LOADS, s, &mut rows))?;
-                drop(servers);
-                // Friend lists again with copies in each server (eventual reads may then
-                // miss another server's change for up to the copies' time to live).
-                if a.near_friends_ttl_ms > 0 {
-                    let mut near_args = serve_args.clone();
-                    near_args.extend([
-                        "--near-friends-ttl-ms".into(),
-                        a.near_friends_ttl_ms.to_string(),
-                    ]);
-                    let (servers, urls) = start(&near_args)?;
+                up.push((servers, urls, pids));
+            }
+            let cases = cluster_cases(&builds, "cluster", &up, &posts, &engines);
+            measure(&runtime, &run, &cases, &LOADS, &subjects(), rounds, &mut rows)?;
+            drop(cases);
+            drop(up);
+            // Friend lists again with copies in each server (eventual reads may then miss
+            // another server's change for up to the copies' time to live).
+            if a.near_friends_ttl_ms > 0 {
+                let mut near_args = serve_args.clone();
+                near_args
+                    .extend(["--near-friends-ttl-ms".into(), a.near_friends_ttl_ms.to_string()]);
+                let mut up = Vec::new();
+                for b in &builds {
+                    let (servers, urls) = rig.servers_of(
+                        Some(&b.exe),
+                        &keyspace(b),
+                        n,
+                        &prefix(b),
+                        &near_args,
+                        None,
+                    )?;
                     let pids: Vec<u32> = servers.iter().flatten().map(ChildProcess::id).collect();
-                    let case = Case {
-                        build: b.name,
-                        mode: "cluster-near",
-                        urls: &urls,
-                        servers: &pids,
-                        engines: &engines,
-                    };
-                    subjects(&posts[k], &mut |s| {
-                        measure(&runtime, &run, &case, &["friends"], s, &mut rows)
-                    })?;
+                    up.push((servers, urls, pids));
                 }
+                let cases = cluster_cases(&builds, "cluster-near", &up, &posts, &engines);
+                measure(&runtime, &run, &cases, &["friends"], &subjects(), rounds, &mut rows)?;
             }
         }
         Ok(())
@@ -276,13 +290,46 @@ pub(super) fn run(a: ServersBenchArgs) -> Result<()> {
     }
     drop(rig);
     result?;
-    report(&a, &builds, users.len(), rows)
+    report(&a, &builds, users.len(), rounds, rows)
+}
+
+/// Servers started for one build: the processes, their URLs and process ids.
+type Up = (Vec<Option<ChildProcess>>, Vec<String>, Vec<u32>);
+
+/// One case per build on the cluster, on the servers `up` started for it.
+fn cluster_cases<'a>(
+    builds: &'a [Build],
+    mode: &'static str,
+    up: &'a [Up],
+    posts: &'a [Vec<u64>],
+    engines: &'a [u32],
+) -> Vec<Case<'a>> {
+    builds
+        .iter()
+        .zip(up)
+        .zip(posts)
+        .map(|((b, (_, urls, pids)), posts)| Case {
+            build: b.name,
+            mode,
+            urls,
+            servers: pids,
+            engines,
+            posts,
+        })
+        .collect()
 }
 
 /// Per build, each row's CPU per request over the embedded server's; with a baseline, this
 /// build's throughput and p99 over the baseline's per case and operation; the table, the
 /// JSON and the charts.
-fn report(a: &ServersBenchArgs, builds: &[Build], users: usize, mut rows: Vec<Row>) -> Result<()> {
+fn report(
+    a: &ServersBenchArgs,
+    builds: &[Build],
+    users: usize,
+    rounds: usize,
+    runs: Vec<Row>,
+) -> Result<()> {
+    let mut rows = measure::medians(&runs);
     let embedded: Vec<(&str, &str, f64)> = rows
         .iter()
         .filter(|r| r.mode == "embedded")
@@ -378,15 +425,20 @@ fn report(a: &ServersBenchArgs, builds: &[Build], users: usize, mut rows: Vec<Ro
              carries an Idempotency-Key. cluster-near: friend lists again with \
              --near-friends-ttl-ms {}. CPU from /proc: the servers' and the engines' (Cassandra \
              JVMs, Redis nodes) user + system time over the measured window; the driver's is \
-             not counted. With a baseline, each case runs this build's servers, then the \
-             baseline's, on keyspaces and Redis prefixes of their own.",
+             not counted. With a baseline, each case runs this build's servers and the \
+             baseline's, on keyspaces and Redis prefixes of their own, both up at once; each \
+             load runs {rounds} time(s) per case and build, the builds taking turns (the first \
+             first in one round, last in the next); rows hold the medians over the rounds, \
+             runs every round.",
             a.posts, a.clients, a.seconds, a.warmup_s, a.near_friends_ttl_ms
         ),
+        "rounds": rounds,
         "goal": "cluster CPU per cached read <= 2x embedded; with a baseline, no operation \
                  slower than 1.2x the baseline's (throughput ratio >= 0.83, p99 ratio <= 1.2)",
         "baseline": baseline,
         "rows": rows,
         "versus_baseline": versus,
+        "runs": runs,
     });
     write_json(&out, &report)?;
     charts::charts(&out, &rows)?;
