@@ -53,32 +53,46 @@ impl ConnectionLike for Con {
     }
 }
 
-impl Con {
-    /// Sends a pipeline whose commands all live on the master serving `slot` (a cluster
-    /// node takes commands for any slot it serves), or, on one Redis, as it is.
-    pub(super) async fn pipeline_to(&mut self, slot: u16, pipe: &Pipeline) -> RedisResult<()> {
+/// Where a pipeline goes on a cluster: one node takes commands for any slot it serves.
+#[derive(Clone, Debug)]
+pub(super) enum At {
+    /// The master serving this slot by the connection's own slot map.
+    Slot(u16),
+    /// The node at this address (a MOVED from it is followed like any other).
+    Node(String, u16),
+}
+
+impl At {
+    fn route(&self) -> SingleNodeRoutingInfo {
         match self {
-            Con::Single(c) => pipe.query_async(c).await,
-            Con::Cluster(c) => {
-                let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
-                let count = pipe.cmd_iter().count();
-                c.route_pipeline(pipe, 0, count, route).await.map(drop)
+            At::Slot(slot) => {
+                SingleNodeRoutingInfo::SpecificNode(Route::new(*slot, SlotAddr::Master))
+            }
+            At::Node(host, port) => {
+                SingleNodeRoutingInfo::ByAddress { host: host.clone(), port: *port }
             }
         }
+    }
+}
+
+impl Con {
+    /// Sends a pipeline whose commands all live on the node `at` names, or, on one Redis, as
+    /// it is.
+    pub(super) async fn pipeline_to(&mut self, at: &At, pipe: &Pipeline) -> RedisResult<()> {
+        self.pipeline_values_to(at, pipe).await.map(drop)
     }
 
     /// As [`Con::pipeline_to`], returning every reply.
     pub(super) async fn pipeline_values_to(
         &mut self,
-        slot: u16,
+        at: &At,
         pipe: &Pipeline,
     ) -> RedisResult<Vec<Value>> {
         match self {
             Con::Single(c) => pipe.query_async(c).await,
             Con::Cluster(c) => {
-                let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
                 let count = pipe.cmd_iter().count();
-                c.route_pipeline(pipe, 0, count, route).await
+                c.route_pipeline(pipe, 0, count, at.route()).await
             }
         }
     }
@@ -183,6 +197,21 @@ impl Masters {
         (slot <= hi).then(|| &self.masters[at])
     }
 
+    /// Where a write to `slot` goes: the id of the master it is grouped under (empty when
+    /// this map does not cover the slot), the route, and whether it waits for a replica.
+    /// A write to `confirm` goes to the master this map names, by address, and waits when
+    /// this map lists a replica for it: the connection's own map may still name a master
+    /// that was replaced (paused, then resumed and not yet told), and that master's answer
+    /// (no replica to wait for, or a write no replica confirmed) would be taken for the new
+    /// master's, while the write is lost when the old master rejoins as a replica.
+    pub(super) fn target(&self, slot: u16, confirm: bool) -> (String, At, bool) {
+        match self.of(slot) {
+            Some(m) if confirm => (m.id.clone(), At::Node(m.host.clone(), m.port), m.replicas > 0),
+            Some(m) => (m.id.clone(), At::Slot(slot), false),
+            None => (String::new(), At::Slot(slot), false),
+        }
+    }
+
     /// Every master.
     pub(super) fn all(&self) -> &[Master] {
         &self.masters
@@ -258,5 +287,32 @@ mod tests {
         assert!(after.taken_over_from(&after).is_empty());
         assert!(after.taken_over_from(&Masters::default()).is_empty());
         assert!(Masters::default().of(7).is_none());
+    }
+
+    #[test]
+    fn a_write_to_confirm_goes_to_the_master_of_this_map_by_address() {
+        let map = |lo, hi, nodes: Vec<Value>| {
+            let mut v = vec![Value::Int(lo), Value::Int(hi)];
+            v.extend(nodes);
+            Masters::parse(&Value::Array(vec![Value::Array(v)]))
+        };
+        let with_replica =
+            map(0, 16383, vec![node("127.0.0.1", 6390, "a"), node("127.0.0.4", 6390, "d")]);
+        let (id, at, wait) = with_replica.target(42, true);
+        assert_eq!(id, "a");
+        assert!(matches!(at, At::Node(ref h, 6390) if h == "127.0.0.1"), "{at:?}");
+        assert!(wait);
+        // A promoted master with no replica yet: by address all the same, without a WAIT.
+        let promoted = map(0, 16383, vec![node("127.0.0.4", 6390, "d")]);
+        let (id, at, wait) = promoted.target(42, true);
+        assert_eq!(id, "d");
+        assert!(matches!(at, At::Node(ref h, 6390) if h == "127.0.0.4"), "{at:?}");
+        assert!(!wait);
+        // Writes that need no confirmation follow the connection's map.
+        let (id, at, wait) = with_replica.target(42, false);
+        assert_eq!(id, "a");
+        assert!(matches!(at, At::Slot(42)) && !wait, "{at:?}");
+        let (id, at, wait) = Masters::default().target(42, true);
+        assert!(id.is_empty() && matches!(at, At::Slot(42)) && !wait, "{at:?}");
     }
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use futures_util::future::try_join_all;
 
-use super::con::slot;
+use super::con::{At, slot};
 use super::redis::Redis;
 use crate::error::Result;
 use crate::post::Post;
@@ -86,7 +86,10 @@ impl Redis {
         let mut confirmed = true;
         for (key, pipe) in [(&waiting, &index), (&queue, &add)] {
             let replies: Vec<redis::Value> = self
-                .run("write-back queue", con.pipeline_values_to(slot(key.as_bytes()), pipe))
+                .run(
+                    "write-back queue",
+                    con.pipeline_values_to(&At::Slot(slot(key.as_bytes())), pipe),
+                )
                 .await?;
             confirmed &= matches!(replies.last(), Some(redis::Value::Int(n)) if *n >= 1);
         }

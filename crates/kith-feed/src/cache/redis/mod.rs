@@ -40,7 +40,7 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
-use super::con::{Con, Masters, slot};
+use super::con::{At, Con, Masters, slot};
 
 mod lists;
 mod near;
@@ -296,10 +296,12 @@ impl Redis {
 
     /// An update of cached entries failed, and the entries are remembered as stale here;
     /// unless Redis is out already (the circuit open), the update reached the master and
-    /// only its replica's confirmation is missing, or the slot moved to another master (a
-    /// failover's drop covers both), the
+    /// only its replica's confirmation is missing, or the slot moved to another master, the
     /// circuit opens all the same, so that the probe deletes those entries before this
-    /// server trusts Redis again: other servers sharing the cache would serve them.
+    /// server trusts Redis again: other servers sharing the cache would serve them. In the
+    /// two cases excused, the update went to the master this server's slot map names
+    /// (`per_master_once`); if that master is or gets replaced, this server's watcher sees
+    /// the takeover after the update, and drops every list the new master holds.
     fn distrust(&self, e: &Error) {
         let shared = &self.shared;
         let why = match e {
@@ -420,25 +422,22 @@ impl Shared {
 
     async fn per_master_once(&self, cmds: &[(String, Cmd)], confirm: bool) -> RedisResult<()> {
         let masters = self.masters();
-        // Grouped by master, each group under the slot of its first key, with whether it
-        // waits for a replica.
-        let mut groups: HashMap<String, (u16, redis::Pipeline, bool)> = HashMap::new();
+        // Grouped by master, each group routed as its first key is (`Masters::target`),
+        // with whether it waits for a replica.
+        let mut groups: HashMap<String, (At, redis::Pipeline, bool)> = HashMap::new();
         for (key, cmd) in cmds {
-            let s = slot(key.as_bytes());
-            let master = masters.of(s);
-            let node = master.map_or_else(String::new, |m| m.id.clone());
-            let wait = confirm && master.is_some_and(|m| m.replicas > 0);
-            let (_, pipe, _) = groups.entry(node).or_insert_with(|| (s, redis::pipe(), wait));
+            let (node, at, wait) = masters.target(slot(key.as_bytes()), confirm);
+            let (_, pipe, _) = groups.entry(node).or_insert_with(|| (at, redis::pipe(), wait));
             pipe.add_command(cmd.clone()).ignore();
         }
-        let sends = groups.into_values().map(|(s, mut pipe, wait)| {
+        let sends = groups.into_values().map(|(at, mut pipe, wait)| {
             let mut con = if wait { self.waiting_con() } else { self.con() };
             async move {
                 if !wait {
-                    return con.pipeline_to(s, &pipe).await;
+                    return con.pipeline_to(&at, &pipe).await;
                 }
                 pipe.cmd("WAIT").arg(1).arg(CONFIRM_WAIT_MS);
-                match con.pipeline_values_to(s, &pipe).await?.last() {
+                match con.pipeline_values_to(&at, &pipe).await?.last() {
                     Some(redis::Value::Int(n)) if *n >= 1 => Ok(()),
                     // Not an outage (the circuit stays closed): the caller's entries are
                     // stale here.
