@@ -281,9 +281,11 @@ pub trait Engine: Send + Sync + Debug {
         Ok(())
     }
 
-    /// Server numbers with a stored fan-out watermark whose lease has lapsed: a server that
-    /// stopped without finishing (or handing over) its fan-out.
-    fn orphaned_servers(&self) -> Result<Vec<u16>> {
+    /// Server numbers with a stored fan-out watermark whose lease (`lease` long) has lapsed:
+    /// a server that stopped without finishing (or handing over) its fan-out. A store may
+    /// judge a lease lapsed by watching it for `lease` across calls.
+    fn orphaned_servers(&self, lease: Duration) -> Result<Vec<u16>> {
+        let _ = lease;
         Ok(Vec::new())
     }
 

@@ -157,8 +157,8 @@ impl Engine for CassandraStore {
         self.release_server_impl(server, owner)
     }
 
-    fn orphaned_servers(&self) -> Result<Vec<u16>> {
-        self.orphaned_servers_impl()
+    fn orphaned_servers(&self, lease: Duration) -> Result<Vec<u16>> {
+        self.orphaned_servers_impl(lease)
     }
 
     fn fanout_watermark(&self, server: u16) -> Result<Option<u64>> {

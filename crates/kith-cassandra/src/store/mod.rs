@@ -8,6 +8,7 @@ mod engine;
 mod feed;
 mod follows;
 mod intents;
+mod leases;
 pub(crate) mod listing;
 mod posts;
 mod relayout;
@@ -133,6 +134,8 @@ pub struct CassandraStore {
     last_stamp: AtomicI64,
     /// When the last follow repair that succeeded ran (ms; `intents.rs`).
     repaired_to: Mutex<Option<u64>>,
+    /// The server-number rows as this process watched them (`leases.rs`).
+    leases: Mutex<leases::Watch>,
 }
 
 impl fmt::Debug for CassandraStore {
@@ -205,6 +208,7 @@ impl CassandraStore {
             writers: RwLock::new(()),
             checked: Mutex::new(Instant::now()),
             repaired_to: Mutex::new(None),
+            leases: Mutex::new(leases::Watch::default()),
             last_stamp: AtomicI64::new(0),
         };
         Ok(store)

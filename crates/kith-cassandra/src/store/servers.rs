@@ -1,16 +1,17 @@
 //! Server numbers and their fan-out watermarks: several feed servers share one store, each
-//! under a number it holds by a lease (a row of `servers` with a TTL, taken and renewed by
-//! lightweight transactions, so two live servers never hold one number). A server hands
+//! under a number it holds by a lease (a row of `servers`, taken and renewed by lightweight
+//! transactions and judged lapsed by watching it, `leases.rs`, so two live servers never
+//! hold one number). A server hands
 //! out post ids congruent to its number, so ids never collide, and keeps its own fan-out
 //! watermark in `feed_state` (`fanout_watermark` for server 0, `fanout_watermark/<n>` for
 //! the others). A number whose watermark is stored but whose lease lapsed is an orphan:
 //! its server died with fan-out perhaps unfinished, and another server redoes it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kith_store::Result;
 
-use super::rows::lwt_outcome;
+use super::leases::{Watch, Watched, split, stamp};
 use super::{CassandraStore, bad_rows, i};
 use crate::error::driver;
 
@@ -27,11 +28,6 @@ fn watermark_name(n: u16) -> String {
     }
 }
 
-/// Whole seconds of a lease (Cassandra's TTL), at least one.
-fn ttl_s(lease: Duration) -> i32 {
-    lease.as_secs().clamp(1, 630_720_000) as i32
-}
-
 impl CassandraStore {
     pub(crate) fn claim_server_impl(
         &self,
@@ -45,23 +41,40 @@ impl CassandraStore {
             None => (0..SLOTS).collect(),
         };
         self.wait(async {
-            let held = self.servers_held().await?;
+            let rows = self.servers_watched(lease).await?;
             // A number this owner already holds is its own: an earlier claim of it timed
             // out but was applied (the caller tries again after such a timeout).
-            if let Some(&(n, _)) = held.iter().find(|(n, o)| o == owner && candidates.contains(n)) {
-                return Ok(Some(n));
+            if let Some(r) =
+                rows.iter().find(|r| split(&r.value).0 == owner && candidates.contains(&r.n))
+            {
+                self.watch().hold(r.n, r.value.clone());
+                return Ok(Some(r.n));
             }
-            let taken: Vec<u16> = held.iter().map(|&(n, _)| n).collect();
-            for n in candidates.into_iter().filter(|n| !taken.contains(n)) {
-                let rows = self
+            // Numbers no one holds first, then those whose holder stopped renewing.
+            for n in candidates.iter().filter(|n| !rows.iter().any(|r| r.n == **n)) {
+                let value = stamp(owner, 0);
+                let got = self
                     .session()
-                    .execute_unpaged(&self.fixed.server_claim, (i32::from(n), owner, ttl_s(lease)))
+                    .execute_unpaged(&self.fixed.server_claim, (i32::from(*n), &value))
                     .await
                     .map_err(|e| driver("claiming a server number", e))?
                     .into_rows_result()
                     .map_err(|e| bad_rows("server claim", e))?;
-                if lwt_outcome(&rows, "n")?.0 {
-                    return Ok(Some(n));
+                if lwt_text(&got, "owner")?.0 {
+                    self.watch().hold(*n, value);
+                    return Ok(Some(*n));
+                }
+            }
+            let mut rows = rows;
+            // Every number has a row: rows of servers that stopped without releasing theirs
+            // lapse once watched for the lease, so a claim for any number watches once more.
+            if only.is_none() && !rows.iter().any(|r| r.lapsed) {
+                tokio::time::sleep(lease).await;
+                rows = self.servers_watched(lease).await?;
+            }
+            for r in rows.iter().filter(|r| r.lapsed && candidates.contains(&r.n)) {
+                if self.switch_server(r.n, owner, 0, &r.value).await? {
+                    return Ok(Some(r.n));
                 }
             }
             Ok(None)
@@ -70,32 +83,80 @@ impl CassandraStore {
 
     pub(crate) fn renew_server_impl(&self, n: u16, owner: &str, lease: Duration) -> Result<bool> {
         self.wait(async {
+            let mut held = self.watch().mine(n, owner);
+            if held.is_none() {
+                held = self
+                    .servers_watched(lease)
+                    .await?
+                    .into_iter()
+                    .find(|r| r.n == n && split(&r.value).0 == owner)
+                    .map(|r| r.value);
+            }
+            let Some(held) = held else { return Ok(false) };
+            let beat = split(&held).1.wrapping_add(1);
+            self.switch_server(n, owner, beat, &held).await
+        })
+    }
+
+    /// Sets `n`'s value to `owner` at `beat` if it still holds `from`; true if `n` is
+    /// `owner`'s afterwards. A value of `owner`'s other than `from` (a renewal whose
+    /// answer was lost, applied all the same) counts as held, and is renewed from.
+    async fn switch_server(&self, n: u16, owner: &str, beat: u64, from: &str) -> Result<bool> {
+        let mut from = from.to_string();
+        for _ in 0..2 {
+            let value = stamp(owner, beat);
             let rows = self
                 .session()
-                .execute_unpaged(
-                    &self.fixed.server_renew,
-                    (ttl_s(lease), owner, i32::from(n), owner),
-                )
+                .execute_unpaged(&self.fixed.server_switch, (&value, i32::from(n), &from))
                 .await
                 .map_err(|e| driver("renewing a server number", e))?
                 .into_rows_result()
                 .map_err(|e| bad_rows("server renewal", e))?;
-            Ok(lwt_outcome(&rows, "n")?.0)
-        })
+            match lwt_text(&rows, "owner")? {
+                (true, _) => {
+                    self.watch().hold(n, value);
+                    return Ok(true);
+                }
+                (false, Some(now)) if now == value => {
+                    self.watch().hold(n, value);
+                    return Ok(true);
+                }
+                (false, Some(now)) if split(&now).0 == owner => from = now,
+                (false, _) => break,
+            }
+        }
+        self.watch().let_go(n);
+        Ok(false)
     }
 
     pub(crate) fn release_server_impl(&self, n: u16, owner: &str) -> Result<()> {
         self.wait(async {
+            let rows = self.servers_held().await?;
+            let Some((_, value)) = rows.into_iter().find(|(m, v)| *m == n && split(v).0 == owner)
+            else {
+                return Ok(());
+            };
             self.session()
-                .execute_unpaged(&self.fixed.server_release, (i32::from(n), owner))
+                .execute_unpaged(&self.fixed.server_release, (i32::from(n), value))
                 .await
                 .map_err(|e| driver("releasing a server number", e))?;
+            self.watch().let_go(n);
             Ok(())
         })
     }
 
-    /// Numbers whose lease is live, with their owners (at most [`SLOTS`] rows: read
-    /// unpaged).
+    fn watch(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.leases.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every row of `servers`, watched ([`Watch::observe`]).
+    async fn servers_watched(&self, lease: Duration) -> Result<Vec<Watched>> {
+        let rows = self.servers_held().await?;
+        Ok(self.watch().observe(&rows, Instant::now(), lease))
+    }
+
+    /// Every row of `servers`: numbers held or once held by a server that did not release
+    /// them, with their values (at most [`SLOTS`] rows: read unpaged).
     async fn servers_held(&self) -> Result<Vec<(u16, String)>> {
         let rows = self
             .session()
@@ -113,9 +174,15 @@ impl CassandraStore {
             .collect()
     }
 
-    pub(crate) fn orphaned_servers_impl(&self) -> Result<Vec<u16>> {
+    pub(crate) fn orphaned_servers_impl(&self, lease: Duration) -> Result<Vec<u16>> {
         self.wait(async {
-            let held: Vec<u16> = self.servers_held().await?.into_iter().map(|(n, _)| n).collect();
+            let held: Vec<u16> = self
+                .servers_watched(lease)
+                .await?
+                .into_iter()
+                .filter(|r| !r.lapsed)
+                .map(|r| r.n)
+                .collect();
             // A few rows: a watermark per server number that was ever used.
             let rows = self
                 .session()
@@ -167,4 +234,26 @@ impl CassandraStore {
             Ok(())
         })
     }
+}
+
+/// A lightweight transaction's outcome, and the text column's value it found.
+fn lwt_text(
+    rows: &scylla::response::query_result::QueryRowsResult,
+    column: &str,
+) -> Result<(bool, Option<String>)> {
+    use scylla::value::CqlValue;
+    let row = rows
+        .first_row::<scylla::value::Row>()
+        .map_err(|e| bad_rows("lightweight transaction", e))?;
+    let specs = rows.column_specs();
+    let at = |name: &str| specs.get_by_name(name).map(|(k, _)| k);
+    let applied = match at("[applied]").and_then(|k| row.columns[k].as_ref()) {
+        Some(CqlValue::Boolean(b)) => *b,
+        _ => return Err(bad_rows("lightweight transaction", "no [applied] column")),
+    };
+    let value = match at(column).and_then(|k| row.columns[k].as_ref()) {
+        Some(CqlValue::Text(v)) | Some(CqlValue::Ascii(v)) => Some(v.clone()),
+        _ => None,
+    };
+    Ok((applied, value))
 }

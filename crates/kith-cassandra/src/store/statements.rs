@@ -86,8 +86,8 @@ statements! { Fixed(ks: &str) {
     state_put = true, "INSERT INTO {ks}.feed_state (name, value) VALUES (?, ?)";
     state_all = true, "SELECT name FROM {ks}.feed_state";
     state_delete = true, "DELETE FROM {ks}.feed_state WHERE name = ?";
-    server_claim = false, "INSERT INTO {ks}.servers (n, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?";
-    server_renew = true, "UPDATE {ks}.servers USING TTL ? SET owner = ? WHERE n = ? IF owner = ?";
+    server_claim = false, "INSERT INTO {ks}.servers (n, owner) VALUES (?, ?) IF NOT EXISTS";
+    server_switch = true, "UPDATE {ks}.servers SET owner = ? WHERE n = ? IF owner = ?";
     server_release = false, "DELETE FROM {ks}.servers WHERE n = ? IF owner = ?";
     servers_all = true, "SELECT n, owner FROM {ks}.servers";
     repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?)";

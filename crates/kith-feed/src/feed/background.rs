@@ -244,7 +244,7 @@ impl Feed {
             return Ok(());
         }
         let engine = self.engine.clone();
-        let orphans = blocking(move || engine.orphaned_servers()).await?;
+        let orphans = blocking(move || engine.orphaned_servers(super::LEASE)).await?;
         for n in orphans.into_iter().filter(|&n| n != self.server) {
             let (engine, owner) = (self.engine.clone(), self.owner.clone());
             let held = blocking(move || -> kith_store::Result<Option<u64>> {
