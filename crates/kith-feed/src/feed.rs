@@ -152,8 +152,10 @@ const REDO_BATCH: usize = 1024;
 /// How long a server number's lease lasts without renewal: a server killed without
 /// releasing its number has its fan-out taken over about this long after.
 pub(crate) const LEASE: std::time::Duration = std::time::Duration::from_secs(5);
-/// How much sooner than its lease a server stops handing out ids (clocks of this host and
-/// the store's nodes drift apart a little).
+/// How much sooner than its lease a server stops handing out ids. Its deadline runs from
+/// when it sent its last renewal that held, and another server starts watching that
+/// renewal's value only once it has read it (`kith-cassandra`'s `store/leases.rs`), so the
+/// margin covers only the two monotonic clocks' rates and a renewal's answer arriving late.
 pub(crate) const LEASE_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A lease owner's name: unique to this process and moment.
@@ -229,6 +231,8 @@ impl Feed {
         // server that stopped: its fan-out above the watermark is redone below.
         let (e, owner) = (engine.clone(), owner_name());
         let who = owner.clone();
+        // The lease's first deadline runs from before the claim was sent.
+        let claim_sent = std::time::Instant::now();
         let (server, watermark, highest) =
             blocking(move || -> kith_store::Result<(u16, u64, u64)> {
                 let Some(n) = claim::claim_number(&*e, &who)? else {
@@ -264,7 +268,7 @@ impl Feed {
                 (LEASE - LEASE_MARGIN).as_millis() as u64
             ),
             fenced: AtomicBool::new(false),
-            started: std::time::Instant::now(),
+            started: claim_sent,
             fanout: tx,
             depth: Arc::new(AtomicI64::new(0)),
             idle: Arc::new(Notify::new()),

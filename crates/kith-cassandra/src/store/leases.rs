@@ -38,6 +38,10 @@ pub(crate) struct Watch {
     seen: HashMap<u16, (String, Instant)>,
     /// Per number this process holds: the value it last wrote or found its own.
     mine: HashMap<u16, String>,
+    /// The last beat this process wrote: every value it writes has a beat of its own, so a
+    /// value read back is this write's only if it carries this write's beat, and a value
+    /// never comes back to a row (which a watcher would take for one never changed).
+    beat: u64,
 }
 
 /// One row as watched: its number, its value, and whether its lease has lapsed.
@@ -71,6 +75,12 @@ impl Watch {
                 Watched { n: *n, value: value.clone(), lapsed: now.duration_since(since) >= lease }
             })
             .collect()
+    }
+
+    /// A beat never written before by this process (owners are unique to a process).
+    pub(crate) fn next_beat(&mut self) -> u64 {
+        self.beat += 1;
+        self.beat
     }
 
     /// The value this process last wrote to `n` for `owner`, if it holds it.
@@ -125,6 +135,8 @@ mod tests {
     #[test]
     fn held_values_belong_to_their_owner() {
         let mut w = Watch::default();
+        let (a, b) = (w.next_beat(), w.next_beat());
+        assert!(b > a, "beats never repeat");
         w.hold(3, stamp("a", 4));
         assert_eq!(w.mine(3, "a"), Some(stamp("a", 4)));
         assert_eq!(w.mine(3, "b"), None);

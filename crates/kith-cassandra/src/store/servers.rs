@@ -41,70 +41,93 @@ impl CassandraStore {
             None => (0..SLOTS).collect(),
         };
         self.wait(async {
-            let rows = self.servers_watched(lease).await?;
-            // A number this owner already holds is its own: an earlier claim of it timed
-            // out but was applied (the caller tries again after such a timeout).
-            if let Some(r) =
-                rows.iter().find(|r| split(&r.value).0 == owner && candidates.contains(&r.n))
-            {
-                self.watch().hold(r.n, r.value.clone());
-                return Ok(Some(r.n));
-            }
-            // Numbers no one holds first, then those whose holder stopped renewing.
-            for n in candidates.iter().filter(|n| !rows.iter().any(|r| r.n == **n)) {
-                let value = stamp(owner, 0);
-                let got = self
-                    .session()
-                    .execute_unpaged(&self.fixed.server_claim, (i32::from(*n), &value))
-                    .await
-                    .map_err(|e| driver("claiming a server number", e))?
-                    .into_rows_result()
-                    .map_err(|e| bad_rows("server claim", e))?;
-                if lwt_text(&got, "owner")?.0 {
-                    self.watch().hold(*n, value);
-                    return Ok(Some(*n));
+            let mut rows = self.servers_watched(lease).await?;
+            for watched_again in [false, true] {
+                if watched_again {
+                    // Every number has a row, none yet watched for the lease: rows of
+                    // servers that stopped without releasing theirs lapse once watched
+                    // that long, so a claim for any number watches once more.
+                    tokio::time::sleep(lease).await;
+                    rows = self.servers_watched(lease).await?;
                 }
-            }
-            let mut rows = rows;
-            // Every number has a row: rows of servers that stopped without releasing theirs
-            // lapse once watched for the lease, so a claim for any number watches once more.
-            if only.is_none() && !rows.iter().any(|r| r.lapsed) {
-                tokio::time::sleep(lease).await;
-                rows = self.servers_watched(lease).await?;
-            }
-            for r in rows.iter().filter(|r| r.lapsed && candidates.contains(&r.n)) {
-                if self.switch_server(r.n, owner, 0, &r.value).await? {
-                    return Ok(Some(r.n));
+                if let Some(n) = self.claim_among(owner, &candidates, &rows).await? {
+                    return Ok(Some(n));
+                }
+                if only.is_some() || rows.iter().any(|r| r.lapsed) {
+                    break;
                 }
             }
             Ok(None)
         })
     }
 
+    /// One pass of a claim over the rows as watched: a number this owner already holds
+    /// (an earlier claim of it timed out but was applied: the caller tries again after
+    /// such a timeout), then numbers no one holds, then those whose holder stopped
+    /// renewing. Each success writes a value of its own, after the caller's deadline began.
+    async fn claim_among(
+        &self,
+        owner: &str,
+        candidates: &[u16],
+        rows: &[Watched],
+    ) -> Result<Option<u16>> {
+        let candidate = |r: &&Watched| candidates.contains(&r.n);
+        for r in rows.iter().filter(candidate).filter(|r| split(&r.value).0 == owner) {
+            if self.switch_server(r.n, owner, &r.value).await? {
+                return Ok(Some(r.n));
+            }
+        }
+        for &n in candidates.iter().filter(|&&n| !rows.iter().any(|r| r.n == n)) {
+            let value = stamp(owner, self.watch().next_beat());
+            let got = self
+                .session()
+                .execute_unpaged(&self.fixed.server_claim, (i32::from(n), &value))
+                .await
+                .map_err(|e| driver("claiming a server number", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("server claim", e))?;
+            if lwt_text(&got, "owner")?.0 {
+                self.watch().hold(n, value);
+                return Ok(Some(n));
+            }
+        }
+        for r in rows.iter().filter(candidate).filter(|r| r.lapsed) {
+            if self.switch_server(r.n, owner, &r.value).await? {
+                return Ok(Some(r.n));
+            }
+        }
+        Ok(None)
+    }
+
     pub(crate) fn renew_server_impl(&self, n: u16, owner: &str, lease: Duration) -> Result<bool> {
         self.wait(async {
-            let mut held = self.watch().mine(n, owner);
-            if held.is_none() {
-                held = self
-                    .servers_watched(lease)
-                    .await?
-                    .into_iter()
-                    .find(|r| r.n == n && split(&r.value).0 == owner)
-                    .map(|r| r.value);
-            }
-            let Some(held) = held else { return Ok(false) };
-            let beat = split(&held).1.wrapping_add(1);
-            self.switch_server(n, owner, beat, &held).await
+            let Some(held) = self.held_value(n, owner, lease).await? else { return Ok(false) };
+            self.switch_server(n, owner, &held).await
         })
     }
 
-    /// Sets `n`'s value to `owner` at `beat` if it still holds `from`; true if `n` is
-    /// `owner`'s afterwards. A value of `owner`'s other than `from` (a renewal whose
-    /// answer was lost, applied all the same) counts as held, and is renewed from.
-    async fn switch_server(&self, n: u16, owner: &str, beat: u64, from: &str) -> Result<bool> {
+    /// The value `owner` holds `n` by: the one this process last wrote, else the row's if
+    /// it is `owner`'s.
+    async fn held_value(&self, n: u16, owner: &str, lease: Duration) -> Result<Option<String>> {
+        if let Some(v) = self.watch().mine(n, owner) {
+            return Ok(Some(v));
+        }
+        Ok(self
+            .servers_watched(lease)
+            .await?
+            .into_iter()
+            .find(|r| r.n == n && split(&r.value).0 == owner)
+            .map(|r| r.value))
+    }
+
+    /// Sets `n`'s value to a new one of `owner`'s if it still holds `from`; true if `n` is
+    /// `owner`'s afterwards. Another value of `owner`'s (a renewal whose answer was lost,
+    /// applied all the same) is renewed from in turn; each round writes a beat never
+    /// written before, so the value read back is this round's only if it is its own.
+    async fn switch_server(&self, n: u16, owner: &str, from: &str) -> Result<bool> {
         let mut from = from.to_string();
         for _ in 0..2 {
-            let value = stamp(owner, beat);
+            let value = stamp(owner, self.watch().next_beat());
             let rows = self
                 .session()
                 .execute_unpaged(&self.fixed.server_switch, (&value, i32::from(n), &from))
@@ -131,15 +154,23 @@ impl CassandraStore {
 
     pub(crate) fn release_server_impl(&self, n: u16, owner: &str) -> Result<()> {
         self.wait(async {
-            let rows = self.servers_held().await?;
-            let Some((_, value)) = rows.into_iter().find(|(m, v)| *m == n && split(v).0 == owner)
-            else {
+            let Some(mut value) = self.held_value(n, owner, Duration::ZERO).await? else {
                 return Ok(());
             };
-            self.session()
-                .execute_unpaged(&self.fixed.server_release, (i32::from(n), value))
-                .await
-                .map_err(|e| driver("releasing a server number", e))?;
+            // A renewal that landed after the value was read: release from its value.
+            for _ in 0..2 {
+                let rows = self
+                    .session()
+                    .execute_unpaged(&self.fixed.server_release, (i32::from(n), &value))
+                    .await
+                    .map_err(|e| driver("releasing a server number", e))?
+                    .into_rows_result()
+                    .map_err(|e| bad_rows("server release", e))?;
+                match lwt_text(&rows, "owner")? {
+                    (false, Some(now)) if split(&now).0 == owner && now != value => value = now,
+                    _ => break,
+                }
+            }
             self.watch().let_go(n);
             Ok(())
         })

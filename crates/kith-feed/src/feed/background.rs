@@ -200,10 +200,14 @@ impl Feed {
         loop {
             tick.tick().await;
             let sent = feed.started.elapsed();
-            let (engine, server, owner) = (feed.engine.clone(), feed.server, feed.owner.clone());
+            let (f, server) = (feed.clone(), feed.server);
             let renewal = blocking(move || -> kith_store::Result<bool> {
-                Ok(engine.renew_server(server, &owner, super::LEASE)?
-                    || engine.claim_server(&owner, super::LEASE, Some(server))?.is_some())
+                let (engine, owner) = (&f.engine, &f.owner);
+                // Not claimed again once closing: the shutdown releases it, and a renewal
+                // still running here must not make the row again.
+                Ok(engine.renew_server(server, owner, super::LEASE)?
+                    || (!f.closing.load(Ordering::SeqCst)
+                        && engine.claim_server(owner, super::LEASE, Some(server))?.is_some()))
             });
             let held = match tokio::time::timeout(super::LEASE / 2, renewal).await {
                 Ok(Ok(held)) => Ok(held),

@@ -384,12 +384,13 @@ fn check_servers(engine: &dyn Engine) {
 /// A number whose owner stopped renewing is free once its lease has passed, and not
 /// before; its owner cannot renew it after another took it, and a renewal keeps it.
 fn check_lapse(engine: &dyn Engine) {
-    let lease = std::time::Duration::from_millis(1500);
+    let lease = std::time::Duration::from_secs(4);
     let d = engine.claim_server("owner-d", lease, None).unwrap().expect("a free number");
     engine.set_fanout_watermark(d, 3, true).unwrap();
     assert_eq!(engine.claim_server("owner-e", lease, Some(d)).unwrap(), None, "held");
     assert!(!engine.orphaned_servers(lease).unwrap().contains(&d), "held, not orphaned");
     std::thread::sleep(lease / 2);
+    assert_eq!(engine.claim_server("owner-e", lease, Some(d)).unwrap(), None, "not before");
     // Renewed halfway: the lease runs from here.
     assert!(engine.renew_server(d, "owner-d", lease).unwrap());
     std::thread::sleep(lease * 3 / 4);
@@ -405,6 +406,8 @@ fn check_lapse(engine: &dyn Engine) {
     engine.release_server(d, "owner-d").unwrap();
     assert_eq!(engine.claim_server("owner-f", lease, Some(d)).unwrap(), None, "still e's");
     engine.release_server(d, "owner-e").unwrap();
+    assert_eq!(engine.claim_server("owner-f", lease, Some(d)).unwrap(), Some(d), "released");
+    engine.release_server(d, "owner-f").unwrap();
 }
 
 /// The fan-out watermark and idempotency records, alone and stored with the writes they
