@@ -313,7 +313,36 @@ pub(crate) fn lwt_outcome(
     column: &str,
 ) -> Result<(bool, Option<i64>)> {
     use scylla::value::CqlValue;
-    let row = rows
+    let (applied, value) = lwt_column(rows, column)?;
+    let value = match value {
+        Some(CqlValue::BigInt(v)) => Some(v),
+        Some(CqlValue::Int(v)) => Some(i64::from(v)),
+        _ => None,
+    };
+    Ok((applied, value))
+}
+
+/// As [`lwt_outcome`], for a text column.
+pub(crate) fn lwt_text(
+    rows: &scylla::response::query_result::QueryRowsResult,
+    column: &str,
+) -> Result<(bool, Option<String>)> {
+    use scylla::value::CqlValue;
+    let (applied, value) = lwt_column(rows, column)?;
+    let value = match value {
+        Some(CqlValue::Text(v) | CqlValue::Ascii(v)) => Some(v),
+        _ => None,
+    };
+    Ok((applied, value))
+}
+
+/// Whether a lightweight transaction applied, and the named column of the row it found.
+fn lwt_column(
+    rows: &scylla::response::query_result::QueryRowsResult,
+    column: &str,
+) -> Result<(bool, Option<scylla::value::CqlValue>)> {
+    use scylla::value::CqlValue;
+    let mut row = rows
         .first_row::<scylla::value::Row>()
         .map_err(|e| bad_rows("lightweight transaction", e))?;
     let specs = rows.column_specs();
@@ -322,10 +351,5 @@ pub(crate) fn lwt_outcome(
         Some(CqlValue::Boolean(b)) => *b,
         _ => return Err(bad_rows("lightweight transaction", "no [applied] column")),
     };
-    let value = match at(column).and_then(|k| row.columns[k].as_ref()) {
-        Some(CqlValue::BigInt(v)) => Some(*v),
-        Some(CqlValue::Int(v)) => Some(i64::from(*v)),
-        _ => None,
-    };
-    Ok((applied, value))
+    Ok((applied, at(column).and_then(|k| row.columns[k].take())))
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use kith_store::Result;
 
 use super::leases::{Watch, Watched, split, stamp};
+use super::rows::lwt_text;
 use super::{CassandraStore, bad_rows, i};
 use crate::error::driver;
 
@@ -265,26 +266,4 @@ impl CassandraStore {
             Ok(())
         })
     }
-}
-
-/// A lightweight transaction's outcome, and the text column's value it found.
-fn lwt_text(
-    rows: &scylla::response::query_result::QueryRowsResult,
-    column: &str,
-) -> Result<(bool, Option<String>)> {
-    use scylla::value::CqlValue;
-    let row = rows
-        .first_row::<scylla::value::Row>()
-        .map_err(|e| bad_rows("lightweight transaction", e))?;
-    let specs = rows.column_specs();
-    let at = |name: &str| specs.get_by_name(name).map(|(k, _)| k);
-    let applied = match at("[applied]").and_then(|k| row.columns[k].as_ref()) {
-        Some(CqlValue::Boolean(b)) => *b,
-        _ => return Err(bad_rows("lightweight transaction", "no [applied] column")),
-    };
-    let value = match at(column).and_then(|k| row.columns[k].as_ref()) {
-        Some(CqlValue::Text(v)) | Some(CqlValue::Ascii(v)) => Some(v.clone()),
-        _ => None,
-    };
-    Ok((applied, value))
 }
