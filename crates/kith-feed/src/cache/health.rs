@@ -1,23 +1,30 @@
 //! The Redis backend's health: a circuit breaker, and the cached entries that cannot be
 //! trusted because a write meant to change them failed.
 //!
-//! The circuit opens on the first call that finds Redis unavailable (unreachable, timed
-//! out, or refusing writes: READONLY, OOM, MISCONF, LOADING). While it is open every call
-//! fails at once without touching Redis, so the feed answers from the store without paying
-//! the timeout on each request; a probe (`redis.rs`) tries a write periodically and closes
-//! the circuit when Redis takes it.
+//! The circuit opens when Redis is unavailable: at the first call that finds it unreachable
+//! or refusing writes (READONLY, OOM, MISCONF, LOADING), and once calls keep timing out
+//! ([`Health::timed_out`]). A single slow moment (every call in flight timing out together
+//! after a pause of this process or of the whole machine) fails only the calls it caught:
+//! opening on it would fail every write for a probe interval at least, and every timeline
+//! those writes missed would then be rebuilt from the store. While the circuit is
+//! open every call fails at once without touching Redis, so the feed answers from the store
+//! without paying the timeout on each request; a probe (`redis/upkeep.rs`) tries a write
+//! periodically and closes the circuit when Redis takes it.
 //!
 //! A failed invalidation of a friend or followee list, or a failed push to a timeline, leaves an entry
-//! in Redis that is older than what this server acknowledged. The users are remembered here
+//! in Redis that may be older than what this server acknowledged. The users are marked here
 //! and their entries are read as misses until a later write replaces or deletes them, or
-//! the probe deletes them once Redis is back, so that no server sharing the cache serves
-//! them either (**invariant: a list or timeline whose update failed is never served by
-//! this server, and is deleted from Redis before its circuit closes**). Past
+//! the probe, which runs while any mark is left, deletes them, so that no server sharing
+//! the cache serves them either (**invariant: a list or timeline whose update failed is
+//! never served by this server, and a probe runs until it is deleted from Redis or
+//! replaced**). Each mark is numbered: a deletion or replacement clears only the marks
+//! made before it began ([`Health::clock`]), so a failure racing a repair is never
+//! forgotten. Past
 //! [`MAX_STALE`] users the sets stop growing: then no friend list is served until every
 //! list cached before the failure has expired, and the circuit stays open until every
 //! timeline has been dropped.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -41,17 +48,33 @@ pub(super) struct Health {
 struct State {
     /// Why the circuit is open, and since when.
     failure: Option<(String, Instant)>,
-    /// Per kind of list ([`List::index`]): users whose cached list is stale.
-    stale_lists: [HashSet<u64>; 2],
+    /// The first and the latest timeout of the current run of timeouts.
+    timeouts: Option<(Instant, Instant)>,
+    /// Counts the times the circuit opened, so a probe closes only a failure it outlived.
+    trips: u64,
+    /// Whether a probe is running (one at a time).
+    probing: bool,
+    /// The number of the latest mark.
+    marks: u64,
+    /// Per kind of list ([`List::index`]): users whose cached list is stale, with the
+    /// number of their latest mark.
+    stale_lists: [HashMap<u64, u64>; 2],
     /// Too many stale lists of a kind to remember: none of that kind is served before this
     /// instant.
     all_lists_stale_until: [Option<Instant>; 2],
-    stale_timelines: HashSet<u64>,
+    stale_timelines: HashMap<u64, u64>,
     /// Too many stale timelines to remember: all are dropped before the circuit closes.
     all_timelines_stale: bool,
     /// Counts the times `all_timelines_stale` was set, so a drop that raced a new loss
     /// does not clear it.
     timeline_losses: u64,
+}
+
+impl State {
+    fn mark(&mut self) -> u64 {
+        self.marks += 1;
+        self.marks
+    }
 }
 
 /// Whether an error means Redis cannot serve now (as opposed to a bad request or reply).
@@ -78,6 +101,20 @@ fn circuit_open(why: &str, since: Duration) -> RedisError {
     RedisError::from((ErrorKind::IoError, "cache unavailable", detail))
 }
 
+/// Up to `n` users whose latest mark is not after `upto`.
+fn some(marks: &HashMap<u64, u64>, n: usize, upto: u64) -> Vec<u64> {
+    marks.iter().filter(|&(_, &m)| m <= upto).map(|(&u, _)| u).take(n).collect()
+}
+
+/// Removes the users whose latest mark is not after `since`.
+fn clear(marks: &mut HashMap<u64, u64>, uids: &[u64], since: u64) {
+    for u in uids {
+        if marks.get(u).is_some_and(|&m| m <= since) {
+            marks.remove(u);
+        }
+    }
+}
+
 impl Health {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -94,15 +131,42 @@ impl Health {
         }
     }
 
-    /// Opens the circuit after `e`; true when it was closed (the caller starts the probe).
+    /// A call (or a probe) timed out: true once timeouts have kept coming for `open_after`,
+    /// none more than `gap` after the one before (then the caller opens the circuit).
+    /// Successes in between do not end a run: on a cluster, the other masters answer.
+    pub(super) fn timed_out(&self, gap: Duration, open_after: Duration) -> bool {
+        let now = Instant::now();
+        let mut s = self.lock();
+        let first = match s.timeouts {
+            Some((first, last)) if now.duration_since(last) <= gap => first,
+            _ => now,
+        };
+        s.timeouts = Some((first, now));
+        now.duration_since(first) >= open_after
+    }
+
+    /// Opens the circuit after `e`; true when it was closed.
     pub(super) fn trip(&self, e: &RedisError) -> bool {
         let mut s = self.lock();
         let newly = s.failure.is_none();
         if newly {
             s.failure = Some((e.to_string(), Instant::now()));
+            s.trips += 1;
             self.open.store(true, Ordering::Release);
         }
         newly
+    }
+
+    /// Counts the times the circuit opened: read before a probe's pass, for [`Self::close`].
+    pub(super) fn trips(&self) -> u64 {
+        self.lock().trips
+    }
+
+    /// True when no probe runs (the caller starts one): once the circuit is open, or a mark
+    /// was made.
+    pub(super) fn start_probe(&self) -> bool {
+        let mut s = self.lock();
+        !std::mem::replace(&mut s.probing, true)
     }
 
     /// A probe failed too: keeps the circuit open with its latest reason.
@@ -112,15 +176,32 @@ impl Health {
         }
     }
 
-    /// Closes the circuit, unless timelines are still to be dropped.
-    pub(super) fn close(&self) -> bool {
+    /// After a probe's pass that began when `trips` ([`Self::trips`]) was read: closes the
+    /// circuit, unless it opened again since or timelines are still to be dropped. True
+    /// when it was open and is closed now.
+    pub(super) fn close(&self, trips: u64) -> bool {
         let mut s = self.lock();
-        if s.all_timelines_stale {
+        if s.all_timelines_stale || s.trips != trips || s.failure.is_none() {
             return false;
         }
         s.failure = None;
+        s.timeouts = None;
         self.open.store(false, Ordering::Release);
         true
+    }
+
+    /// True when the probe may stop: the circuit is closed and no mark is left (a mark
+    /// made later starts a new probe).
+    pub(super) fn probe_done(&self) -> bool {
+        let mut s = self.lock();
+        let done = s.failure.is_none()
+            && s.stale_lists.iter().all(HashMap::is_empty)
+            && s.stale_timelines.is_empty()
+            && !s.all_timelines_stale;
+        if done {
+            s.probing = false;
+        }
+        done
     }
 
     /// Why the circuit is open, or `None` while Redis serves.
@@ -134,12 +215,21 @@ impl Health {
             .map(|(why, at)| format!("{why} ({:.1} s ago)", at.elapsed().as_secs_f64()))
     }
 
+    /// The number of the latest mark: a deletion or replacement that begins now clears only
+    /// marks up to it.
+    pub(super) fn clock(&self) -> u64 {
+        self.lock().marks
+    }
+
     /// These users' cached lists of this kind may be stale; `ttl` bounds how long any
     /// cached list lives.
     pub(super) fn lists_stale(&self, list: List, uids: &[u64], ttl: Duration) {
         let mut s = self.lock();
         let k = list.index();
-        s.stale_lists[k].extend(uids);
+        for &u in uids {
+            let m = s.mark();
+            s.stale_lists[k].insert(u, m);
+        }
         if s.stale_lists[k].len() > MAX_STALE {
             s.stale_lists[k].clear();
             s.all_lists_stale_until[k] = Some(Instant::now() + ttl);
@@ -156,26 +246,28 @@ impl Health {
             }
             s.all_lists_stale_until[k] = None;
         }
-        s.stale_lists[k].contains(&uid)
+        s.stale_lists[k].contains_key(&uid)
     }
 
-    /// These users' cached lists of this kind were replaced or deleted.
-    pub(super) fn lists_fresh(&self, list: List, uids: &[u64]) {
-        let mut s = self.lock();
-        for u in uids {
-            s.stale_lists[list.index()].remove(u);
-        }
+    /// These users' cached lists of this kind were replaced or deleted by a call that began
+    /// after mark `since` ([`Self::clock`]); later marks stay.
+    pub(super) fn lists_fresh(&self, list: List, uids: &[u64], since: u64) {
+        clear(&mut self.lock().stale_lists[list.index()], uids, since);
     }
 
-    /// Some users with a stale list of this kind, to delete when Redis is back.
-    pub(super) fn some_stale_lists(&self, list: List, n: usize) -> Vec<u64> {
-        self.lock().stale_lists[list.index()].iter().take(n).copied().collect()
+    /// Up to `n` users whose list of this kind was marked stale by mark `upto` or before,
+    /// to delete (a pass that begins at `upto` ends, as later marks are left to the next).
+    pub(super) fn some_stale_lists(&self, list: List, n: usize, upto: u64) -> Vec<u64> {
+        some(&self.lock().stale_lists[list.index()], n, upto)
     }
 
     /// A push to these users' timelines failed.
     pub(super) fn timelines_stale(&self, uids: &[u64]) {
         let mut s = self.lock();
-        s.stale_timelines.extend(uids);
+        for &u in uids {
+            let m = s.mark();
+            s.stale_timelines.insert(u, m);
+        }
         if s.stale_timelines.len() > MAX_STALE {
             s.stale_timelines.clear();
             s.all_timelines_stale = true;
@@ -183,29 +275,21 @@ impl Health {
         }
     }
 
-    /// Takes up to `n` users whose timeline missed a push out of the set, to delete their
-    /// timelines when Redis is back (so no server of a shared cache serves them); the
-    /// caller puts them back with [`Self::timelines_stale`] if the deletion fails. A push
-    /// that fails after they were taken marks its users again, for the next round.
-    pub(super) fn take_stale_timelines(&self, n: usize) -> Vec<u64> {
-        let mut s = self.lock();
-        let some: Vec<u64> = s.stale_timelines.iter().take(n).copied().collect();
-        for u in &some {
-            s.stale_timelines.remove(u);
-        }
-        some
+    /// Up to `n` users whose timeline missed a push by mark `upto` or before, to delete (so
+    /// no server of a shared cache serves them).
+    pub(super) fn some_stale_timelines(&self, n: usize, upto: u64) -> Vec<u64> {
+        some(&self.lock().stale_timelines, n, upto)
+    }
+
+    /// These users' timelines were deleted by a call that began after mark `since`.
+    pub(super) fn timelines_fresh(&self, uids: &[u64], since: u64) {
+        clear(&mut self.lock().stale_timelines, uids, since);
     }
 
     /// Whether the user's timeline must not be served.
     pub(super) fn is_timeline_stale(&self, uid: u64) -> bool {
         let s = self.lock();
-        s.all_timelines_stale || s.stale_timelines.contains(&uid)
-    }
-
-    /// A build of the user's timeline began: pushes that failed before it are in the
-    /// store already, so the build's pull takes them.
-    pub(super) fn timeline_rebuilding(&self, uid: u64) {
-        self.lock().stale_timelines.remove(&uid);
+        s.all_timelines_stale || s.stale_timelines.contains_key(&uid)
     }
 
     /// `Some(n)` when every timeline must be dropped, `n` identifying this loss.
@@ -234,31 +318,85 @@ mod tests {
         let e = RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
         assert!(unavailable(&e));
         assert!(h.trip(&e));
-        assert!(!h.trip(&e), "only the first failure starts a probe");
+        assert!(!h.trip(&e), "opened once");
+        assert!(h.start_probe());
+        assert!(!h.start_probe(), "one probe at a time");
         let err = h.check().unwrap_err().to_string();
         assert!(err.contains("circuit") && err.contains("timed out"), "{err}");
         let many: Vec<u64> = (0..=MAX_STALE as u64).collect();
         h.timelines_stale(&many);
         assert!(h.is_timeline_stale(123_456_789));
         let n = h.all_timelines_lost().unwrap();
-        assert!(!h.close(), "closed with timelines still to drop");
+        let trips = h.trips();
+        assert!(!h.close(trips), "closed with timelines still to drop");
+        assert!(!h.probe_done());
         h.timelines_dropped(n);
-        assert!(h.close());
+        assert!(!h.close(trips - 1), "closed a circuit that opened after the pass began");
+        assert!(h.close(trips));
+        assert!(!h.close(trips), "closed already");
         assert!(h.check().is_ok() && !h.is_timeline_stale(5));
+        assert!(h.probe_done());
+        assert!(h.start_probe(), "a new probe once the last one is done");
+    }
+
+    #[test]
+    fn a_probe_runs_while_any_mark_is_left() {
+        let h = Health::default();
         h.timelines_stale(&[7, 8]);
-        let mut taken = h.take_stale_timelines(10);
-        taken.sort_unstable();
-        assert_eq!(taken, [7, 8]);
-        assert!(!h.is_timeline_stale(7) && h.take_stale_timelines(10).is_empty());
+        assert!(h.check().is_ok(), "a mark alone does not open the circuit");
+        assert!(h.start_probe());
+        let since = h.clock();
+        let mut some = h.some_stale_timelines(10, since);
+        some.sort_unstable();
+        assert_eq!(some, [7, 8]);
+        // While the repair deletes them, a push to 8 fails again: the pass is not asked to
+        // delete it again, and it stays marked.
+        h.timelines_stale(&[8]);
+        assert_eq!(h.some_stale_timelines(10, since), [7]);
+        h.timelines_fresh(&some, since);
+        assert!(h.some_stale_timelines(10, since).is_empty());
+        assert!(!h.is_timeline_stale(7));
+        assert!(h.is_timeline_stale(8), "a mark made during the repair was forgotten");
+        assert!(!h.probe_done());
+        h.timelines_fresh(&[8], h.clock());
+        assert!(h.probe_done());
+    }
+
+    #[test]
+    fn a_single_slow_moment_does_not_open_the_circuit() {
+        let h = Health::default();
+        let (gap, open_after) = (Duration::from_millis(300), Duration::from_millis(600));
+        // Every call in flight times out at once after a stall: no run of timeouts.
+        for _ in 0..50 {
+            assert!(!h.timed_out(gap, open_after));
+        }
+        // Timeouts that stop for longer than the gap start a new run.
+        std::thread::sleep(gap * 2);
+        let start = Instant::now();
+        assert!(!h.timed_out(gap, open_after));
+        // Timeouts that keep coming: Redis is unavailable.
+        let mut opened = false;
+        while start.elapsed() < open_after * 3 {
+            std::thread::sleep(Duration::from_millis(50));
+            if h.timed_out(gap, open_after) {
+                opened = true;
+                break;
+            }
+        }
+        assert!(opened && start.elapsed() >= open_after, "opened after {:?}", start.elapsed());
     }
 
     #[test]
     fn stale_friend_lists_until_replaced_or_expired() {
         let h = Health::default();
+        let before = h.clock();
         h.lists_stale(List::Friends, &[1, 2], Duration::from_secs(60));
         assert!(h.is_list_stale(List::Friends, 1) && !h.is_list_stale(List::Friends, 3));
         assert!(!h.is_list_stale(List::Followees, 1), "each kind of list on its own");
-        h.lists_fresh(List::Friends, &[1]);
+        h.lists_fresh(List::Friends, &[1], before);
+        assert!(h.is_list_stale(List::Friends, 1), "a drop that began before the mark");
+        assert_eq!(h.some_stale_lists(List::Friends, 10, before), Vec::<u64>::new());
+        h.lists_fresh(List::Friends, &[1], h.clock());
         assert!(!h.is_list_stale(List::Friends, 1) && h.is_list_stale(List::Friends, 2));
         let many: Vec<u64> = (0..=MAX_STALE as u64).collect();
         h.lists_stale(List::Friends, &many, Duration::from_millis(50));

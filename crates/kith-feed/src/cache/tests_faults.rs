@@ -72,18 +72,34 @@ async fn reconnects_after_redis_is_killed_and_restarted_empty() {
     eprintln!("healthy again {took:?} after the restart");
 }
 
+/// Calls `get_posts` on a paused Redis until one fails at once (the circuit open); returns
+/// how long that took and how many calls waited for Redis.
+async fn until_open(b: &Backend) -> (Duration, usize) {
+    let t = Instant::now();
+    let mut waited = 0;
+    loop {
+        let (got, took) = bounded(Duration::from_secs(5), "get_posts", b.get_posts(&[1])).await;
+        assert!(got.is_err(), "a paused Redis answered: {got:?}");
+        if took < Duration::from_millis(50) {
+            return (t.elapsed(), waited);
+        }
+        waited += 1;
+        assert!(t.elapsed() < Duration::from_secs(5), "no circuit after {waited} timeouts");
+    }
+}
+
 #[tokio::test]
 async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
     let server = RedisServer::start();
     let b = connect(server.url()).await;
     b.put_posts(&[post(1)]).await.unwrap();
     server.pause();
+    // Calls time out until timeouts have kept coming for twice the response timeout; then
+    // the circuit opens and further calls do not wait for Redis at all.
     let response = FeedConfig::default().redis_response_timeout;
-    let (first, took) =
-        bounded(Duration::from_secs(5), "paused get_posts", b.get_posts(&[1])).await;
-    assert!(first.is_err(), "{first:?}");
-    assert!(took < response * 4, "the first call took {took:?}");
-    // The circuit is open: further calls do not wait for Redis at all.
+    let (took, waited) = until_open(&b).await;
+    assert!(took < response * 6, "the circuit opened after {took:?} ({waited} calls waited)");
+    assert!(waited >= 2, "opened on the first timeout");
     for _ in 0..20 {
         let (got, took) = bounded(Duration::from_secs(5), "get_posts", b.get_posts(&[1])).await;
         assert!(got.is_err(), "{got:?}");
@@ -93,6 +109,39 @@ async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
     let took = until_healthy(&b, Duration::from_secs(5)).await;
     assert_eq!(b.get_posts(&[1]).await.unwrap(), vec![Some(post(1))]);
     eprintln!("healthy again {took:?} after SIGCONT");
+}
+
+/// A pause shorter than the window (a stall of this process or of the machine) fails the
+/// calls it caught, not the next ones; a push it caught is marked and the probe deletes that
+/// timeline from Redis, so no server sharing the cache serves it.
+#[tokio::test]
+async fn a_slow_moment_fails_only_the_calls_it_caught() {
+    let server = RedisServer::start();
+    let b = connect(server.url()).await;
+    let other = connect(server.url()).await;
+    b.timeline_begin(1).await.unwrap();
+    b.timeline_finish(1, &[10], 0, 100).await.unwrap();
+    b.put_posts(&[post(1)]).await.unwrap();
+    server.pause();
+    let (add, _) =
+        bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
+    assert!(add.is_err(), "a paused Redis took a push: {add:?}");
+    server.resume();
+    assert_eq!(b.health(), None, "the circuit opened on one timeout");
+    let (got, _) = bounded(Duration::from_secs(5), "get_posts", b.get_posts(&[1])).await;
+    assert_eq!(got.unwrap(), vec![Some(post(1))], "a call after the slow moment failed");
+    let (read, _) =
+        bounded(Duration::from_secs(5), "timeline_read", b.timeline_read(1, u64::MAX, 10)).await;
+    assert!(!matches!(read, Ok(Some(_))), "served a timeline that missed a push: {read:?}");
+    let t = Instant::now();
+    while server.command(&["EXISTS", "kith-fault-test:t:{1}"]) != "0" {
+        assert!(t.elapsed() < Duration::from_secs(5), "the probe never deleted the timeline");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
+    b.timeline_begin(1).await.unwrap();
+    b.timeline_finish(1, &[11, 10], 0, 100).await.unwrap();
+    assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![11, 10], 0)));
 }
 
 #[tokio::test]
@@ -155,7 +204,7 @@ async fn reports_its_health() {
     let b = connect(server.url()).await;
     assert_eq!(b.health(), None);
     server.pause();
-    let _ = bounded(Duration::from_secs(5), "get_posts", b.get_posts(&[1])).await;
+    until_open(&b).await;
     let unhealthy = b.health().expect("unavailable while paused");
     assert!(unhealthy.contains("timed out"), "{unhealthy}");
     server.resume();

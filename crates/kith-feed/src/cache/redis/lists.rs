@@ -39,12 +39,16 @@ impl Redis {
         Ok(got)
     }
 
-    /// The list's version now, to hand to [`Redis::put_list`] after reading the store.
+    /// The list's version now, to hand to [`Redis::put_list`] after reading the store:
+    /// this server's mark clock (`Health::clock`), a space, and the version in Redis. A
+    /// fill cached with it clears only the stale marks made before it was read, whose
+    /// changes its store read sees.
     pub(in crate::cache) async fn list_version(&self, list: List, uid: u64) -> Result<String> {
+        let since = self.shared.health.clock();
         let mut con = self.con();
         let key = self.shared.version_key(list, uid);
         let got: Option<String> = self.run("GET list version", con.get(key)).await?;
-        Ok(got.unwrap_or_default())
+        Ok(format!("{since} {}", got.unwrap_or_default()))
     }
 
     /// Caches the list (with PX, at least one millisecond: zero would be refused) unless a
@@ -56,6 +60,10 @@ impl Redis {
         items: &[u64],
         version: &str,
     ) -> Result<()> {
+        let (since, version) = match version.split_once(' ') {
+            Some((since, v)) => (since.parse().unwrap_or(0), v),
+            None => (0, version),
+        };
         let mut con = self.con();
         let ttl = self.shared.friends_ttl.as_millis().max(1) as u64;
         let bytes: Vec<u8> = items.iter().flat_map(|f| f.to_le_bytes()).collect();
@@ -63,7 +71,7 @@ impl Redis {
         inv.key(self.shared.version_key(list, uid)).arg(version).arg(bytes).arg(ttl);
         let cached: i64 = self.run("list fill", inv.invoke_async(&mut con)).await?;
         if cached == 1 {
-            self.shared.health.lists_fresh(list, &[uid]);
+            self.shared.health.lists_fresh(list, &[uid], since);
         }
         Ok(())
     }
@@ -78,9 +86,10 @@ impl Redis {
             self.shared.near.forget_friends(uids);
         }
         let health = &self.shared.health;
+        let since = health.clock();
         match self.run("drop lists", self.shared.drop_lists(list, uids)).await {
             Ok(()) => {
-                health.lists_fresh(list, uids);
+                health.lists_fresh(list, uids, since);
                 Ok(())
             }
             Err(e) => {

@@ -3,7 +3,8 @@
 //! all tasks are pipelined on it).
 //!
 //! Every call is bounded in time (the connection timeout plus the response timeout) and
-//! goes through the circuit breaker of `health.rs`: once Redis is found unavailable, calls
+//! goes through the circuit breaker of `health.rs`: once Redis is found unavailable
+//! (unreachable, refusing writes, or timing out for twice the response timeout), calls
 //! fail at once until a probe, every probe interval, gets a write through (and, on a
 //! cluster, finds every slot served). The feed answers failed reads from the store, so a
 //! Redis that is down, paused or refusing writes costs speed, not answers.
@@ -46,7 +47,7 @@ mod lists;
 mod near;
 mod timelines;
 mod upkeep;
-use super::health::{Health, unavailable};
+use super::health::Health;
 use super::lua::{
     LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, LUA_REMOVE,
     script_text,
@@ -94,6 +95,9 @@ struct Shared {
     friends_ttl: Duration,
     /// The longest one call may take: waiting for a connection, then for the reply.
     deadline: Duration,
+    /// How long timeouts must keep coming before the circuit opens on them (twice the
+    /// response timeout), none more than `deadline` after the one before.
+    open_after: Duration,
     probe_interval: Duration,
     health: Health,
     /// This process's copies of posts and (when asked for) friend lists.
@@ -213,6 +217,7 @@ impl Redis {
             prefix: config.redis_prefix.clone(),
             friends_ttl: config.friends_ttl,
             deadline: config.redis_connect_timeout + config.redis_response_timeout,
+            open_after: config.redis_response_timeout * 2,
             probe_interval: config.redis_probe_interval,
             health: Health::default(),
             near: near::Near::new(config.near_bytes, config.near_friends_ttl),
@@ -267,7 +272,8 @@ impl Redis {
     }
 
     /// Runs one call through the breaker, within the deadline. A failure that means Redis
-    /// is unavailable opens the circuit and starts the probe.
+    /// is unavailable opens the circuit and starts the probe; a timeout does only once
+    /// timeouts have kept coming for [`Shared::open_after`].
     pub(super) async fn run<T>(
         &self,
         what: &str,
@@ -282,34 +288,33 @@ impl Redis {
         };
         crate::timing::add_cache(start.elapsed());
         if let Err(e) = &got
-            && unavailable(e)
-            && shared.health.trip(e)
+            && shared.opens_on(e)
         {
-            eprintln!(
-                "kith feed: redis unavailable ({e}); answering from the store, probing every {} ms",
-                shared.probe_interval.as_millis()
-            );
-            tokio::spawn(Shared::probe(Arc::downgrade(shared)));
+            shared.start_probe();
         }
         Ok(got?)
     }
 
-    /// An update of cached entries failed, and the entries are remembered as stale here;
-    /// unless Redis is out already (the circuit open), the update reached the master and
-    /// only its replica's confirmation is missing, or the slot moved to another master, the
-    /// circuit opens all the same, so that the probe deletes those entries before this
-    /// server trusts Redis again: other servers sharing the cache would serve them. In the
-    /// two cases excused, the update went to the master this server's slot map names
+    /// An update of cached entries failed, and the caller marked the entries stale here;
+    /// the probe (started here) deletes them from Redis, as other servers sharing the cache
+    /// would serve them. Unless the update only timed out (one slow moment: the circuit
+    /// opens if timeouts keep coming, in [`Self::run`]), its replica's confirmation is
+    /// missing, or the slot moved to another master, the circuit opens too. In the last two
+    /// cases the update went to the master this server's slot map names
     /// (`per_master_once`); if that master is or gets replaced, this server's watcher sees
     /// the takeover after the update, and drops every list the new master holds.
     fn distrust(&self, e: &Error) {
         let shared = &self.shared;
+        shared.start_probe();
         let why = match e {
             Error::Redis(r) if r.to_string().starts_with(NOT_CONFIRMED) => return,
             // The slot has another master: a failover, whose drop (the watcher's) covers it.
             Error::Redis(r)
                 if matches!(r.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask) =>
             {
+                return;
+            }
+            Error::Redis(r) if r.is_timeout() && shared.health.all_timelines_lost().is_none() => {
                 return;
             }
             e => RedisError::from((
@@ -324,7 +329,6 @@ impl Redis {
                  entries it left stale are deleted, probing every {} ms",
                 shared.probe_interval.as_millis()
             );
-            tokio::spawn(Shared::probe(Arc::downgrade(shared)));
         }
     }
 

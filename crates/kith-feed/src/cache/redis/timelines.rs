@@ -1,7 +1,7 @@
 //! Timelines in Redis: reads, builds (begun, then finished only if still being built),
 //! pushes, drops and removals, each one script or command on the user's slot. A push or a
 //! drop that fails leaves the timeline stale: never served here, and deleted by the probe
-//! before the circuit closes (`upkeep.rs`).
+//! (`upkeep.rs`) or by the next build's begin.
 
 use redis::{AsyncCommands, RedisResult};
 
@@ -32,14 +32,20 @@ impl Redis {
         }))
     }
 
-    /// Begins a build, which the feed completes from the store: so a timeline that missed
-    /// a push is trusted again from here.
+    /// Begins a build, which the feed completes from the store. A timeline that missed a
+    /// push is deleted first (its mark cleared once it is), so that a build that fails
+    /// leaves nothing stale behind for any server to serve.
     pub(in crate::cache) async fn timeline_begin(&self, uid: u64) -> Result<()> {
         let mut con = self.con();
+        let health = &self.shared.health;
+        if health.is_timeline_stale(uid) {
+            let since = health.clock();
+            let key = self.timeline_key(uid);
+            self.run("timeline drop before a build", con.unlink::<_, ()>(key)).await?;
+            health.timelines_fresh(&[uid], since);
+        }
         let inv = self.begin.key(self.timeline_key(uid));
-        self.run("timeline begin", inv.invoke_async::<()>(&mut con)).await?;
-        self.shared.health.timeline_rebuilding(uid);
-        Ok(())
+        self.run("timeline begin", inv.invoke_async::<()>(&mut con)).await
     }
 
     pub(in crate::cache) async fn timeline_finish(

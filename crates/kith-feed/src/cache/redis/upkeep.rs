@@ -1,6 +1,7 @@
-//! The Redis backend's upkeep: the probe that closes the circuit once Redis takes writes
-//! again (and repairs what a failed write left stale first), and a cluster's watcher, which
-//! reads the slot map and drops the entries a failover may have left stale on a new master.
+//! The Redis backend's upkeep: the probe, which deletes what a failed write left stale and
+//! closes the circuit once Redis takes writes again (running while the circuit is open or
+//! any entry is marked stale), and a cluster's watcher, which reads the slot map and drops
+//! the entries a failover may have left stale on a new master.
 
 use std::sync::{Arc, PoisonError, Weak};
 
@@ -9,7 +10,7 @@ use redis::{AsyncCommands, RedisError, RedisResult};
 use super::{REPAIR_BATCH, Shared, WATCH_INTERVAL, glob_escape};
 use crate::cache::List;
 use crate::cache::con::{Con, Master, Masters};
-use crate::cache::health::MAX_STALE;
+use crate::cache::health::{MAX_STALE, unavailable};
 
 /// Probes in a row that timed out before a cluster's connections are replaced.
 const REPLACE_AFTER: u32 = 3;
@@ -101,10 +102,34 @@ impl Shared {
         Ok(dropped)
     }
 
-    /// Every probe interval, until the backend is dropped: repairs and closes the circuit
-    /// once Redis takes a write. On a cluster, after [`REPLACE_AFTER`] probes in a row that
-    /// timed out, both connections are replaced by new ones from the slot map up: a cluster
-    /// connection may keep asking a node that is gone or no longer serves the slot.
+    /// Whether `e`, a call's failure, opens the circuit (logged when it does): Redis is
+    /// unavailable, and for a timeout, timeouts have kept coming for
+    /// [`Shared::open_after`](super::Shared), none more than the deadline after the last.
+    pub(super) fn opens_on(&self, e: &RedisError) -> bool {
+        let opens = unavailable(e)
+            && (!e.is_timeout() || self.health.timed_out(self.deadline, self.open_after))
+            && self.health.trip(e);
+        if opens {
+            eprintln!(
+                "kith feed: redis unavailable ({e}); answering from the store, probing every {} ms",
+                self.probe_interval.as_millis()
+            );
+        }
+        opens
+    }
+
+    /// Starts the probe unless it runs already.
+    pub(super) fn start_probe(self: &Arc<Self>) {
+        if self.health.start_probe() {
+            tokio::spawn(Shared::probe(Arc::downgrade(self)));
+        }
+    }
+
+    /// Every probe interval, until the backend is dropped or nothing is left to do: repairs,
+    /// and closes the circuit once Redis takes a write; goes on while entries marked stale
+    /// are left. On a cluster, after [`REPLACE_AFTER`] probes in a row that timed out, both
+    /// connections are replaced by new ones from the slot map up: a cluster connection may
+    /// keep asking a node that is gone or no longer serves the slot.
     pub(super) async fn probe(shared: Weak<Shared>) {
         let mut timeouts = 0;
         loop {
@@ -114,13 +139,21 @@ impl Shared {
             };
             tokio::time::sleep(interval).await;
             let Some(s) = shared.upgrade() else { return };
+            let trips = s.health.trips();
             match s.recover().await {
-                Ok(()) if s.health.close() => {
-                    eprintln!("kith feed: redis is serving again");
-                    return;
+                Ok(()) => {
+                    timeouts = 0;
+                    if s.health.close(trips) {
+                        eprintln!("kith feed: redis is serving again");
+                    }
+                    if s.health.probe_done() {
+                        return;
+                    }
                 }
-                Ok(()) => timeouts = 0,
                 Err(e) => {
+                    // A probe that fails while the circuit is closed (repairing) counts as
+                    // a call that failed.
+                    s.opens_on(&e);
                     s.health.still_failing(&e);
                     timeouts = if e.is_timeout() || e.is_io_error() { timeouts + 1 } else { 0 };
                     if timeouts >= REPLACE_AFTER && s.replace_connections().await {
@@ -171,25 +204,39 @@ impl Shared {
             }
             self.bounded("probe", probe.query_async::<()>(&mut con)).await?;
         }
+        // Only the marks made before this pass: later ones are left to the next pass, so
+        // the pass ends however often entries are marked again meanwhile.
+        let upto = self.health.clock();
+        let mut first_error = None;
         for list in List::ALL {
             for _ in 0..=MAX_STALE / REPAIR_BATCH {
-                let uids = self.health.some_stale_lists(list, REPAIR_BATCH);
+                let uids = self.health.some_stale_lists(list, REPAIR_BATCH, upto);
                 if uids.is_empty() {
                     break;
                 }
-                self.bounded("drop lists", self.drop_lists(list, &uids)).await?;
-                self.health.lists_fresh(list, &uids);
+                let since = self.health.clock();
+                match self.bounded("drop lists", self.drop_lists(list, &uids)).await {
+                    Ok(()) => self.health.lists_fresh(list, &uids, since),
+                    // A list drop waits for a replica; a missing one must not keep the
+                    // timelines from being repaired.
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                        break;
+                    }
+                }
             }
         }
         for _ in 0..=MAX_STALE / REPAIR_BATCH {
-            let uids = self.health.take_stale_timelines(REPAIR_BATCH);
+            let uids = self.health.some_stale_timelines(REPAIR_BATCH, upto);
             if uids.is_empty() {
                 break;
             }
-            if let Err(e) = self.bounded("drop timelines", self.drop_timelines_of(&uids)).await {
-                self.health.timelines_stale(&uids);
-                return Err(e);
-            }
+            let since = self.health.clock();
+            self.bounded("drop timelines", self.drop_timelines_of(&uids)).await?;
+            self.health.timelines_fresh(&uids, since);
+        }
+        if let Some(e) = first_error {
+            return Err(e);
         }
         if !self.masters().is_empty() {
             // Every slot served, as the cluster sees itself.
