@@ -198,6 +198,35 @@ async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![11, 10], 0)));
 }
 
+/// A build of a timeline that missed a push deletes it first: a build that never finishes
+/// (its pull failed, say) then leaves nothing that misses the post for any server to serve.
+/// The probe is slowed down here so that the build, not the probe, does the deletion.
+#[tokio::test]
+async fn a_build_of_a_timeline_that_missed_a_push_starts_from_nothing() {
+    let server = RedisServer::start();
+    let slow_probe = FeedConfig { redis_probe_interval: Duration::from_secs(30), ..settings() };
+    let b = Backend::redis(server.url(), &slow_probe).await.unwrap();
+    let other = connect(server.url()).await;
+    b.timeline_begin(1).await.unwrap();
+    b.timeline_finish(1, &[10], 0, 100).await.unwrap();
+    // The push of post 11 times out on a paused Redis; whether Redis runs it once
+    // continued or not, the timeline in Redis is made to miss post 11.
+    server.pause();
+    let (add, _) =
+        bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
+    assert!(add.is_err(), "a paused Redis took a push: {add:?}");
+    server.resume();
+    assert_eq!(b.health(), None, "the circuit opened on one timeout");
+    server.command(&["ZREM", "kith-fault-test:t:{1}", "11"]);
+    assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![10], 0)));
+    b.timeline_begin(1).await.unwrap();
+    // The build never finishes: no server may serve the old timeline.
+    assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
+    assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
+    b.timeline_finish(1, &[11, 10], 0, 100).await.unwrap();
+    assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![11, 10], 0)));
+}
+
 #[tokio::test]
 async fn reports_its_health() {
     let server = RedisServer::start();
