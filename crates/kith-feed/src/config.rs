@@ -91,8 +91,8 @@ pub struct FeedConfig {
     /// Redis: the longest a connection attempt may take (default 1 s).
     pub redis_connect_timeout: Duration,
     /// Redis: the longest a reply may take (default 250 ms, hundreds of times a healthy
-    /// reply on a local network); a slower Redis counts as unavailable and requests are
-    /// answered from the store.
+    /// reply on a local network); a slower reply fails its call (answered from the store),
+    /// and once replies keep timing out for twice this, Redis counts as unavailable.
     pub redis_response_timeout: Duration,
     /// Redis: while it is unavailable, how often it is tried again (default 1 s).
     pub redis_probe_interval: Duration,

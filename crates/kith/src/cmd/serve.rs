@@ -115,8 +115,9 @@ pub(crate) struct ServeArgs {
     /// Redis: the longest a connection attempt may take.
     #[arg(long, default_value_t = 1000)]
     redis_connect_timeout_ms: u64,
-    /// Redis: the longest a reply may take; a slower Redis counts as down and requests are
-    /// answered from the store.
+    /// Redis: the longest a reply may take (that request is answered from the store); once
+    /// replies keep timing out for twice this, Redis counts as down and every request is
+    /// answered from the store until a probe gets a write through.
     #[arg(long, default_value_t = 250)]
     redis_response_timeout_ms: u64,
     /// Redis: while it is down, how often it is tried again.
