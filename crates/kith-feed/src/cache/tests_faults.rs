@@ -111,23 +111,36 @@ async fn a_paused_redis_fails_fast_and_recovers_when_continued() {
     eprintln!("healthy again {took:?} after SIGCONT");
 }
 
-/// A pause shorter than the window (a stall of this process or of the machine) fails the
-/// calls it caught, not the next ones; a push it caught is marked and the probe deletes that
-/// timeline from Redis, so no server sharing the cache serves it.
-#[tokio::test]
-async fn a_slow_moment_fails_only_the_calls_it_caught() {
+/// A Redis, a backend `b` with `config`, another server's backend sharing the cache, and user
+/// 1's timeline built with post 10.
+async fn timeline_of_ten(config: &FeedConfig) -> (RedisServer, Backend, Backend) {
     let server = RedisServer::start();
-    let b = connect(server.url()).await;
+    let b = Backend::redis(server.url(), config).await.unwrap();
     let other = connect(server.url()).await;
     b.timeline_begin(1).await.unwrap();
     b.timeline_finish(1, &[10], 0, 100).await.unwrap();
-    b.put_posts(&[post(1)]).await.unwrap();
+    (server, b, other)
+}
+
+/// The push of post 11 to user 1's timeline times out on a paused Redis, which is then
+/// continued: one timeout, so the circuit stays closed.
+async fn push_timed_out(server: &RedisServer, b: &Backend) {
     server.pause();
     let (add, _) =
         bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
     assert!(add.is_err(), "a paused Redis took a push: {add:?}");
     server.resume();
     assert_eq!(b.health(), None, "the circuit opened on one timeout");
+}
+
+/// A pause shorter than the window (a stall of this process or of the machine) fails the
+/// calls it caught, not the next ones; a push it caught is marked and the probe deletes that
+/// timeline from Redis, so no server sharing the cache serves it.
+#[tokio::test]
+async fn a_slow_moment_fails_only_the_calls_it_caught() {
+    let (server, b, other) = timeline_of_ten(&settings()).await;
+    b.put_posts(&[post(1)]).await.unwrap();
+    push_timed_out(&server, &b).await;
     let (got, _) = bounded(Duration::from_secs(5), "get_posts", b.get_posts(&[1])).await;
     assert_eq!(got.unwrap(), vec![Some(post(1))], "a call after the slow moment failed");
     let (read, _) =
@@ -170,12 +183,8 @@ async fn a_failed_friend_invalidation_is_never_served_stale() {
 
 #[tokio::test]
 async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
-    let server = RedisServer::start();
-    let b = connect(server.url()).await;
-    // Another server sharing the cache: it knows nothing of `b`'s failed push.
-    let other = connect(server.url()).await;
-    b.timeline_begin(1).await.unwrap();
-    b.timeline_finish(1, &[10], 0, 100).await.unwrap();
+    // `other`, another server sharing the cache, knows nothing of `b`'s failed push.
+    let (server, b, other) = timeline_of_ten(&settings()).await;
     // Out of memory with noeviction: Redis refuses writes that grow the data, so the push
     // of post 11 is lost while the timeline still reads as complete.
     assert_eq!(server.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]), "OK");
@@ -203,20 +212,11 @@ async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
 /// The probe is slowed down here so that the build, not the probe, does the deletion.
 #[tokio::test]
 async fn a_build_of_a_timeline_that_missed_a_push_starts_from_nothing() {
-    let server = RedisServer::start();
     let slow_probe = FeedConfig { redis_probe_interval: Duration::from_secs(30), ..settings() };
-    let b = Backend::redis(server.url(), &slow_probe).await.unwrap();
-    let other = connect(server.url()).await;
-    b.timeline_begin(1).await.unwrap();
-    b.timeline_finish(1, &[10], 0, 100).await.unwrap();
-    // The push of post 11 times out on a paused Redis; whether Redis runs it once
-    // continued or not, the timeline in Redis is made to miss post 11.
-    server.pause();
-    let (add, _) =
-        bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
-    assert!(add.is_err(), "a paused Redis took a push: {add:?}");
-    server.resume();
-    assert_eq!(b.health(), None, "the circuit opened on one timeout");
+    let (server, b, other) = timeline_of_ten(&slow_probe).await;
+    // Whether Redis runs the timed-out push once continued or not, the timeline in Redis is
+    // made to miss post 11.
+    push_timed_out(&server, &b).await;
     server.command(&["ZREM", "kith-fault-test:t:{1}", "11"]);
     assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![10], 0)));
     b.timeline_begin(1).await.unwrap();
