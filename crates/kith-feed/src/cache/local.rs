@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 
+use super::Build;
 use crate::error::Result;
 use crate::post::Post;
 
@@ -102,8 +103,10 @@ impl Expiry<Key, Val> for Ttl {
 #[derive(Debug, Default)]
 struct Timeline {
     ids: BTreeSet<u64>,
-    /// `None` while being built.
+    /// `None` until a build first finishes.
     floor: Option<u64>,
+    /// The mark of the build under way, if any.
+    build: Option<Build>,
 }
 
 impl Timeline {
@@ -119,10 +122,11 @@ impl Timeline {
         Some((ids, floor))
     }
 
-    /// Completes a build: the ids are complete down to `floor`.
+    /// Completes a build: the ids are complete down to `floor`, so the floor is raised to
+    /// it (never lowered: pushes since the first build skipped ids below the old floor).
     fn finish(&mut self, ids: &[u64], floor: u64, cap: usize) {
         self.ids.extend(ids);
-        self.floor = Some(floor);
+        self.floor = Some(self.floor.map_or(floor, |f| f.max(floor)));
         self.trim(cap);
     }
 
@@ -256,22 +260,28 @@ impl Local {
         Ok(self.timeline(uid).and_then(|(t, _)| lock(&t).read(before, limit)))
     }
 
-    pub(super) fn timeline_begin(&self, uid: u64) -> Result<()> {
-        self.timeline_or_new(uid);
-        Ok(())
+    pub(super) fn timeline_begin(&self, uid: u64) -> Build {
+        let (t, _) = self.timeline_or_new(uid);
+        *lock(&t).build.get_or_insert_with(Build::fresh)
     }
 
     pub(super) fn timeline_finish(
         &self,
         uid: u64,
+        build: Build,
         ids: &[u64],
         floor: u64,
         cap: usize,
     ) -> Result<()> {
-        // Dropped or evicted since the build began: pushes made since skipped it.
+        // Dropped or evicted since the build began (pushes made since skipped it), or
+        // finished by the build this one joined.
         let Some((t, weighed)) = self.timeline(uid) else { return Ok(()) };
         let len = {
             let mut g = lock(&t);
+            if g.build != Some(build) {
+                return Ok(());
+            }
+            g.build = None;
             g.finish(ids, floor, cap);
             g.ids.len()
         };
@@ -302,7 +312,7 @@ impl Local {
     pub(super) fn timeline_remove(&self, uid: u64, ids: &[u64]) -> Result<()> {
         if let Some((t, _)) = self.timeline(uid) {
             let mut g = lock(&t);
-            if g.floor.is_none() {
+            if g.build.is_some() || g.floor.is_none() {
                 drop(g);
                 self.timeline_drop(uid);
                 return Ok(());

@@ -42,20 +42,29 @@ local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], lo, 'LIMIT', 0, ton
 return {string.format('%.0f', floor), ids}
 ";
 
-/// KEYS[1] the timeline. Creates it (with the build marker) if missing.
+/// KEYS[1] the timeline; ARGV[1] a new build mark (`b` and 16 hex digits). Creates the
+/// timeline if missing; marks it with the new mark unless a build already marked it (a
+/// mark of another form, which no finish of this version names, is replaced). Returns
+/// the mark.
 pub(super) const LUA_BEGIN: &str = r"
-redis.call('ZADD', KEYS[1], 'NX', -2, 'b')
-return 1
+local m = redis.call('ZRANGEBYSCORE', KEYS[1], -2, -2)
+if #m == 1 and string.len(m[1]) == 17 then return m[1] end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], -2, -2)
+redis.call('ZADD', KEYS[1], -2, ARGV[1])
+return ARGV[1]
 ";
 
-/// KEYS[1] the timeline; ARGV: cap, floor, then the ids. Does nothing unless the timeline
-/// is still being built: one dropped meanwhile skipped the pushes made since.
+/// KEYS[1] the timeline; ARGV: the build's mark, cap, floor, then the ids. Does nothing
+/// unless the mark is still there: a timeline dropped meanwhile skipped the pushes made
+/// since, even if another build has marked it again. The floor only rises.
 pub(super) const LUA_FINISH: &str = r"
-if not redis.call('ZSCORE', KEYS[1], 'b') then return 0 end
-for i = 3, #ARGV do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i]) end
-redis.call('ZREM', KEYS[1], 'b')
-local floor = tonumber(ARGV[2])
-if trim(KEYS[1], tonumber(ARGV[1])) then
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+for i = 4, #ARGV do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], -2, -2)
+local floor = tonumber(ARGV[3])
+local had = floor_of(KEYS[1])
+if had ~= nil and had > floor then floor = had end
+if trim(KEYS[1], tonumber(ARGV[2])) then
   local o = oldest(KEYS[1])
   if o ~= nil and o > floor then floor = o end
 end
@@ -67,7 +76,7 @@ return 1
 /// whose build may have read them before the removal and would put them back when it
 /// finishes (it then finishes nothing, and the next read builds it again).
 pub(super) const LUA_REMOVE: &str = r"
-if redis.call('ZSCORE', KEYS[1], 'b') then
+if redis.call('ZCOUNT', KEYS[1], -2, -2) > 0 then
   redis.call('DEL', KEYS[1])
   return 2
 end

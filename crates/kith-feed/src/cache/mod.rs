@@ -7,7 +7,15 @@
 //! read takes ids from the timeline down to the floor and pulls anything older from the
 //! feed database. A timeline without a floor is being built (or was made by a push that
 //! raced a build) and is not read. Pushes below the floor are not taken. Trimming to the
-//! timeline length raises the floor to the oldest id kept; removing ids leaves it alone.
+//! timeline length raises the floor to the oldest id kept; removing ids leaves it alone;
+//! a build never lowers it.
+//!
+//! A build begins by marking the timeline with a [`Build`] token (creating it if missing,
+//! or joining the build already marked), reads the store, and finishes only if its token
+//! is still the mark: **a build finishes nothing once its timeline was dropped or deleted
+//! after it began, even if another build has begun since** (the pushes between the drop
+//! and that other build skipped the timeline, and only the other build's read has them).
+//! The first build to finish clears the mark; builds that joined it finish nothing.
 //!
 //! [`Backend`] is the seam the feed calls: an enum whose methods only dispatch, so each call
 //! is a plain future (no boxing) and each backend keeps its own type. `local.rs` holds the
@@ -35,7 +43,9 @@ mod writeback;
 
 pub(crate) use writeback::SHARDS;
 
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use self::local::Local;
@@ -44,6 +54,19 @@ pub use self::redis::Target;
 use crate::config::FeedConfig;
 use crate::error::{Error, Result};
 use crate::post::Post;
+
+/// The mark of a timeline build, given by [`Backend::timeline_begin`] to
+/// [`Backend::timeline_finish`]. Random (64 bits), so that servers sharing a Redis never
+/// take one another's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Build(u64);
+
+impl Build {
+    fn fresh() -> Build {
+        static MADE: AtomicU64 = AtomicU64::new(0);
+        Build(RandomState::new().hash_one(MADE.fetch_add(1, Ordering::Relaxed)))
+    }
+}
 
 /// The per-user lists a backend caches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,27 +263,30 @@ impl Backend {
         }
     }
 
-    /// Marks a timeline as being built, so pushes land in it while the build reads.
-    pub async fn timeline_begin(&self, uid: u64) -> Result<()> {
+    /// Marks a timeline as being built (creating it if missing), so pushes land in it
+    /// while the build reads; the mark it has, or a new one.
+    pub async fn timeline_begin(&self, uid: u64) -> Result<Build> {
         match self {
-            Backend::Local(l) => l.timeline_begin(uid),
-            Backend::Redis(r) => r.timeline_begin(uid).await,
+            Backend::Local(l) => Ok(l.timeline_begin(uid)),
+            Backend::Redis(r) => r.timeline_begin(uid, Build::fresh()).await,
         }
     }
 
     /// Completes a build: adds `ids` (the newest posts, complete down to `floor`; 0 = all),
-    /// trims to `cap` and sets the floor. A timeline dropped or evicted since the build
-    /// began (pushes skipped it meanwhile) stays dropped.
+    /// trims to `cap`, raises the floor to `floor` and clears the mark. Does nothing unless
+    /// `build` is still the timeline's mark (see the [module](self)): a timeline dropped or
+    /// evicted since the build began stays dropped, or is left to the build begun since.
     pub async fn timeline_finish(
         &self,
         uid: u64,
+        build: Build,
         ids: &[u64],
         floor: u64,
         cap: usize,
     ) -> Result<()> {
         match self {
-            Backend::Local(l) => l.timeline_finish(uid, ids, floor, cap),
-            Backend::Redis(r) => r.timeline_finish(uid, ids, floor, cap).await,
+            Backend::Local(l) => l.timeline_finish(uid, build, ids, floor, cap),
+            Backend::Redis(r) => r.timeline_finish(uid, build, ids, floor, cap).await,
         }
     }
 

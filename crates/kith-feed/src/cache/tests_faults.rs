@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Backend;
+use super::tests::build;
 use crate::config::FeedConfig;
 use crate::post::Post;
 use crate::testing::RedisServer;
@@ -117,8 +118,7 @@ async fn timeline_of_ten(config: &FeedConfig) -> (RedisServer, Backend, Backend)
     let server = RedisServer::start();
     let b = Backend::redis(server.url(), config).await.unwrap();
     let other = connect(server.url()).await;
-    b.timeline_begin(1).await.unwrap();
-    b.timeline_finish(1, &[10], 0, 100).await.unwrap();
+    build(&b, 1, &[10], 0, 100).await;
     (server, b, other)
 }
 
@@ -152,8 +152,7 @@ async fn a_slow_moment_fails_only_the_calls_it_caught() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
-    b.timeline_begin(1).await.unwrap();
-    b.timeline_finish(1, &[11, 10], 0, 100).await.unwrap();
+    build(&b, 1, &[11, 10], 0, 100).await;
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![11, 10], 0)));
 }
 
@@ -202,8 +201,7 @@ async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
     assert_eq!(server.command(&["EXISTS", "kith-fault-test:t:{1}"]), "0");
     assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
-    b.timeline_begin(1).await.unwrap();
-    b.timeline_finish(1, &[11, 10], 0, 100).await.unwrap();
+    build(&b, 1, &[11, 10], 0, 100).await;
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![11, 10], 0)));
 }
 
@@ -219,11 +217,11 @@ async fn a_build_of_a_timeline_that_missed_a_push_starts_from_nothing() {
     push_timed_out(&server, &b).await;
     server.command(&["ZREM", "kith-fault-test:t:{1}", "11"]);
     assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![10], 0)));
-    b.timeline_begin(1).await.unwrap();
+    let build = b.timeline_begin(1).await.unwrap();
     // The build never finishes: no server may serve the old timeline.
     assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
-    b.timeline_finish(1, &[11, 10], 0, 100).await.unwrap();
+    b.timeline_finish(1, build, &[11, 10], 0, 100).await.unwrap();
     assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![11, 10], 0)));
 }
 
@@ -265,8 +263,7 @@ async fn a_cluster_failover_drops_what_the_new_master_may_hold_stale() {
     // Users on every master: a timeline, a friend list and a followee list each.
     let users: Vec<u64> = (1..=30).collect();
     for &u in &users {
-        b.timeline_begin(u).await.unwrap();
-        b.timeline_finish(u, &[100 + u], 0, 10).await.unwrap();
+        build(&b, u, &[100 + u], 0, 10).await;
         let version = b.friends_version(u).await.unwrap();
         b.put_friends(u, Arc::from([u + 1]), &version).await.unwrap();
         let version = b.followees_version(u).await.unwrap();
@@ -304,8 +301,7 @@ async fn a_cluster_failover_drops_what_the_new_master_may_hold_stale() {
     assert_eq!(b.timeline_read(kept, u64::MAX, 10).await.unwrap(), Some((vec![100 + kept], 0)));
     assert_eq!(b.get_followees(kept).await.unwrap().as_deref(), Some(&[kept + 2][..]));
     // Rebuilt as usual afterwards.
-    b.timeline_begin(1).await.unwrap();
-    b.timeline_finish(1, &[101], 0, 10).await.unwrap();
+    build(&b, 1, &[101], 0, 10).await;
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![101], 0)));
 }
 
@@ -316,4 +312,38 @@ impl Drop for Down {
     fn drop(&mut self) {
         let _ = self.0.clone().down(Duration::ZERO);
     }
+}
+
+/// A list whose drop keeps failing in the repair (refused here by an ACL on the list keys)
+/// does not hold back the repair of the timelines: one that missed a push is deleted all
+/// the same, while the circuit stays open for the list.
+#[tokio::test]
+async fn a_failing_list_repair_does_not_hold_back_the_timelines() {
+    let (server, b, other) = timeline_of_ten(&settings()).await;
+    let version = b.friends_version(5).await.unwrap();
+    b.put_friends(5, Arc::from([1, 2]), &version).await.unwrap();
+    // Read-only (a replica of a master that does not exist): the list's invalidation and
+    // the push both fail, and both are marked.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    assert_eq!(server.command(&["REPLICAOF", "127.0.0.1", &dead.to_string()]), "OK");
+    let (del, _) = bounded(Duration::from_secs(5), "del_friends", b.del_friends(&[5])).await;
+    assert!(del.is_err(), "a replica took a DEL: {del:?}");
+    let (add, _) =
+        bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
+    assert!(add.is_err(), "a replica took a push: {add:?}");
+    // Writable again, but not the list keys: every repair pass fails on the list.
+    let only = ["~kith-fault-test:t:*", "~kith-fault-test:probe", "%R~*"];
+    let acl = [&["ACL", "SETUSER", "default", "resetkeys"][..], &only[..]].concat();
+    assert_eq!(server.command(&acl), "OK");
+    assert_eq!(server.command(&["REPLICAOF", "NO", "ONE"]), "OK");
+    let t = Instant::now();
+    while server.command(&["EXISTS", "kith-fault-test:t:{1}"]) != "0" {
+        assert!(t.elapsed() < Duration::from_secs(5), "the list held back the timeline repair");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(b.health().is_some(), "the circuit closed with a list still stale");
+    assert_eq!(other.timeline_read(1, u64::MAX, 10).await.unwrap(), None);
+    assert_eq!(server.command(&["ACL", "SETUSER", "default", "allkeys"]), "OK");
+    until_healthy(&b, Duration::from_secs(5)).await;
+    assert_eq!(server.command(&["EXISTS", "kith-fault-test:f:{5}"]), "0");
 }

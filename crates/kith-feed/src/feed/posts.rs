@@ -140,14 +140,24 @@ impl Feed {
         .await
     }
 
-    /// Builds a user's timeline from a pull over `authors`.
-    async fn build_timeline(&self, uid: u64, authors: Vec<u64>) -> Result<()> {
+    /// Builds a user's timeline from a pull over whom the user follows, read after the
+    /// build began: a follow stored before that read is in it, and one stored after it
+    /// backfills the timeline, which exists from the begin on (or was dropped, and then
+    /// this build finishes nothing). A list read before the begin could miss a follow
+    /// whose backfill found no timeline, and the timeline would lack that author's posts
+    /// down to its floor.
+    async fn build_timeline(&self, uid: u64) -> Result<()> {
         self.metrics.timeline_builds.inc();
-        self.backend.timeline_begin(uid).await?;
+        let build = self.backend.timeline_begin(uid).await?;
+        let authors = self.followees_for_feed(uid).await?;
+        if authors.len() > self.config.max_followees_per_read {
+            // Over the budget since the read began: the read fails or pulls, not this.
+            return Ok(());
+        }
         let cap = self.config.timeline_len;
         let ids = self.pull(authors, u64::MAX, cap).await?;
         let floor = if ids.len() == cap { *ids.last().expect("cap >= 1") } else { 0 };
-        self.backend.timeline_finish(uid, &ids, floor, cap).await
+        self.backend.timeline_finish(uid, build, &ids, floor, cap).await
     }
 
     /// Push read: the timeline down to its floor, then a pull below it. When the backend
@@ -169,7 +179,7 @@ impl Feed {
         };
         self.metrics.hit("timeline", got.is_some(), 1);
         if got.is_none() && self.backend.health().is_none() {
-            got = match self.build_timeline(uid, authors.to_vec()).await {
+            got = match self.build_timeline(uid).await {
                 Ok(()) => self.backend.timeline_read(uid, before, limit).await,
                 Err(e) => Err(e),
             }
@@ -343,6 +353,39 @@ impl Feed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{FeedConfig, Strategy};
+
+    /// A push feed over a store of `n` users without friendships, cached in process.
+    async fn small_feed(dir: &std::path::Path, n: u32) -> Arc<Feed> {
+        let graph = kith_graph::Graph::from_edges((0..u64::from(n)).collect(), false, vec![]);
+        let options =
+            kith_store::BuildOptions { data: kith_store::DataSpec::Fixed(8), ..Default::default() };
+        let path = dir.join("store");
+        let layout = kith_layout::Layout::identity(n as usize);
+        kith_store::build(&path, &graph, &layout, Default::default(), &options).unwrap();
+        let store = kith_store::Store::open(&path, &Default::default()).unwrap();
+        let config = FeedConfig { strategy: Strategy::Push, ..FeedConfig::default() };
+        let registry = prometheus::Registry::new();
+        Feed::open(Arc::new(store), path.join("journal"), config, &registry).await.unwrap()
+    }
+
+    /// A feed read that read whom the user follows before a follow, and begins its build
+    /// after that follow's backfill found no timeline: the build reads the list again
+    /// after it began, so the timeline has the new followee's posts (built from the
+    /// read's own list, it lacked them down to its floor).
+    #[tokio::test]
+    async fn a_build_reads_whom_the_user_follows_after_it_began() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = small_feed(dir.path(), 3).await;
+        let posted = feed.post(2, "by 2".into()).await.unwrap();
+        feed.drain().await;
+        assert_eq!(feed.followees_for_feed(0).await.unwrap(), Vec::<u64>::new());
+        feed.follow(0, vec![2]).await.unwrap();
+        assert_eq!(feed.backend.timeline_read(0, u64::MAX, 10).await.unwrap(), None);
+        feed.build_timeline(0).await.unwrap();
+        let built = feed.backend.timeline_read(0, u64::MAX, 10).await.unwrap();
+        assert_eq!(built, Some((vec![posted.id], 0)));
+    }
 
     #[test]
     fn merge_takes_the_newest_once() {

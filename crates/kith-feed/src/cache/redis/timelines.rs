@@ -6,6 +6,7 @@
 use redis::{AsyncCommands, RedisResult};
 
 use super::{ADD_PIPELINE, LUA_ADD, Redis};
+use crate::cache::Build;
 use crate::error::Result;
 
 impl Redis {
@@ -35,7 +36,7 @@ impl Redis {
     /// Begins a build, which the feed completes from the store. A timeline that missed a
     /// push is deleted first (its mark cleared once it is), so that a build that fails
     /// leaves nothing stale behind for any server to serve.
-    pub(in crate::cache) async fn timeline_begin(&self, uid: u64) -> Result<()> {
+    pub(in crate::cache) async fn timeline_begin(&self, uid: u64, new: Build) -> Result<Build> {
         let mut con = self.con();
         let health = &self.shared.health;
         if health.is_timeline_stale(uid) {
@@ -44,20 +45,25 @@ impl Redis {
             self.run("timeline drop before a build", con.unlink::<_, ()>(key)).await?;
             health.timelines_fresh(&[uid], since);
         }
-        let inv = self.begin.key(self.timeline_key(uid));
-        self.run("timeline begin", inv.invoke_async::<()>(&mut con)).await
+        let mut inv = self.begin.key(self.timeline_key(uid));
+        inv.arg(build_mark(new));
+        let mark: String = self.run("timeline begin", inv.invoke_async(&mut con)).await?;
+        // The mark of a build under way, or one left by a build that never finished
+        // (which this build then finishes); always of the form `build_mark` writes.
+        Ok(parse_mark(&mark).unwrap_or(new))
     }
 
     pub(in crate::cache) async fn timeline_finish(
         &self,
         uid: u64,
+        build: Build,
         ids: &[u64],
         floor: u64,
         cap: usize,
     ) -> Result<()> {
         let mut con = self.con();
         let mut inv = self.finish.key(self.timeline_key(uid));
-        inv.arg(cap).arg(floor);
+        inv.arg(build_mark(build)).arg(cap).arg(floor);
         for id in ids {
             inv.arg(id);
         }
@@ -122,4 +128,13 @@ impl Redis {
         }
         self.run("timeline remove", inv.invoke_async::<()>(&mut con)).await
     }
+}
+
+/// A build's mark in the timeline's sorted set: `b` and the token in hex, at score -2.
+fn build_mark(build: Build) -> String {
+    format!("b{:016x}", build.0)
+}
+
+fn parse_mark(mark: &str) -> Option<Build> {
+    u64::from_str_radix(mark.strip_prefix('b')?, 16).ok().map(Build)
 }
