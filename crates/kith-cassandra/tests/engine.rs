@@ -325,3 +325,30 @@ fn two_servers_racing_apply_each_write_once() {
     drop((one, two));
     drop_store(&options).unwrap();
 }
+
+/// Every one of the 64 numbers held by a server that stopped without releasing it (its
+/// lease never renewed): a claim for any number finds none lapsed at first (none has been
+/// watched for a lease yet), watches once more for a lease, and takes one.
+#[test]
+fn a_claim_when_every_number_is_held_waits_one_lease_and_takes_a_lapsed_one() {
+    let options = CassandraOptions::new(testing::hosts(), &testing::keyspace("numbers"));
+    let graph = small_graph();
+    let layout = Layout::identity(graph.num_nodes());
+    let (store, _) =
+        build(&options, &graph, &layout, LayoutMeta::default(), &BuildConfig::default()).unwrap();
+    let lease = std::time::Duration::from_secs(3);
+    let slots = store.server_slots();
+    let mut held: Vec<u16> = (0..slots)
+        .map(|n| store.claim_server(&format!("stopped-{n}"), lease, None).unwrap().unwrap())
+        .collect();
+    held.sort_unstable();
+    assert_eq!(held, (0..slots).collect::<Vec<_>>(), "each number once");
+    // A server started now: it has watched no row yet.
+    let starting = kith_cassandra::CassandraStore::open(&options).unwrap();
+    let t = std::time::Instant::now();
+    let late = starting.claim_server("late", lease, None).unwrap();
+    assert!(late.is_some(), "no number taken although every holder stopped");
+    assert!(t.elapsed() >= lease, "a number taken before its lease was watched out");
+    drop((store, starting));
+    drop_store(&options).unwrap();
+}

@@ -137,8 +137,13 @@ pub(super) struct Master {
     pub id: String,
     pub host: String,
     pub port: u16,
-    /// Replicas listed for it.
-    pub replicas: usize,
+    /// Its replicas' addresses (host, port), as listed.
+    pub replicas: Vec<(String, u16)>,
+    /// Its replicas as listed, or, when none is, as the last map that listed some for it
+    /// did: `CLUSTER SLOTS` leaves out a replica whose replication offset the answering
+    /// node has not seen (as while its master is paused), and reads that fall back to the
+    /// replicas need it most then.
+    pub seen: Vec<(String, u16)>,
 }
 
 /// Which master serves each slot, from `CLUSTER SLOTS`.
@@ -175,8 +180,18 @@ impl Masters {
             };
             let (host, id) = (text(node.first()), text(node.get(2)));
             let Some(Value::Int(port)) = node.get(1) else { continue };
-            let master =
-                Master { id, host, port: *port as u16, replicas: fields.len().saturating_sub(3) };
+            let replicas: Vec<(String, u16)> = fields[3..]
+                .iter()
+                .filter_map(|r| match r {
+                    Value::Array(r) => match r.get(1) {
+                        Some(Value::Int(port)) => Some((text(r.first()), *port as u16)),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect();
+            let seen = replicas.clone();
+            let master = Master { id, host, port: *port as u16, replicas, seen };
             let at = match out.masters.iter().position(|m| m.id == master.id) {
                 Some(at) => at,
                 None => {
@@ -206,10 +221,22 @@ impl Masters {
     /// master's, while the write is lost when the old master rejoins as a replica.
     pub(super) fn target(&self, slot: u16, confirm: bool) -> (String, At, bool) {
         match self.of(slot) {
-            Some(m) if confirm => (m.id.clone(), At::Node(m.host.clone(), m.port), m.replicas > 0),
+            Some(m) if confirm => {
+                (m.id.clone(), At::Node(m.host.clone(), m.port), !m.replicas.is_empty())
+            }
             Some(m) => (m.id.clone(), At::Slot(slot), false),
             None => (String::new(), At::Slot(slot), false),
         }
+    }
+
+    /// Keeps, for each master listing no replica, the replicas `before` had seen for it.
+    pub(super) fn seen_since(mut self, before: &Masters) -> Masters {
+        for m in self.masters.iter_mut().filter(|m| m.seen.is_empty()) {
+            if let Some(old) = before.masters.iter().find(|o| o.id == m.id) {
+                m.seen = old.seen.clone();
+            }
+        }
+        self
     }
 
     /// Every master.
@@ -273,7 +300,7 @@ mod tests {
             range(10923, 16383, vec![node("127.0.0.3", 6390, "c")]),
         ]));
         assert_eq!(before.of(0).unwrap().id, "a");
-        assert_eq!(before.of(0).unwrap().replicas, 1);
+        assert_eq!(before.of(0).unwrap().replicas.len(), 1);
         assert_eq!(before.of(5461).unwrap().id, "b");
         assert_eq!(before.of(16383).unwrap().port, 6390);
         // d replaced a.

@@ -347,3 +347,68 @@ async fn a_failing_list_repair_does_not_hold_back_the_timelines() {
     until_healthy(&b, Duration::from_secs(5)).await;
     assert_eq!(server.command(&["EXISTS", "kith-fault-test:f:{5}"]), "0");
 }
+
+/// Shared write-back on a Redis Cluster whose master of an author's waiting posts is
+/// paused, then killed, with a node timeout long enough that no failover comes meanwhile:
+/// the waiting posts are read from the replica within the deadline, where the reads failed
+/// until a failover.
+#[tokio::test]
+async fn waiting_posts_are_read_from_the_replica_while_their_master_is_out() {
+    use crate::redis_cluster::{LocalRedisCluster, RedisClusterConfig};
+
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::net::Ipv4Addr::new(127, 0, 8, 1);
+    let mut cluster = LocalRedisCluster::up(&RedisClusterConfig {
+        dir: dir.path().to_path_buf(),
+        base,
+        port: crate::testing::free_port_on(base, 6).unwrap(),
+        node_timeout: Duration::from_secs(60),
+        ..RedisClusterConfig::default()
+    })
+    .unwrap();
+    let _down = Down(cluster.clone());
+    let urls: Vec<String> = cluster.urls().split(',').map(str::to_string).collect();
+    let b = Backend::redis_at(super::Target::Cluster(&urls), &settings()).await.unwrap();
+    let r = b.shared_writeback().unwrap();
+    // One post per queue shard, so that some wait on every master.
+    let author = 7;
+    let ids: Vec<u64> = (1_000..1_000 + super::SHARDS).collect();
+    for &id in &ids {
+        let post = Post { id, author, ts_ms: id, content: format!("waiting {id}") };
+        // Until the slot map lists the replicas and they have synced (a new cluster).
+        let t = Instant::now();
+        while !r.wb_put(&post).await.unwrap() {
+            assert!(t.elapsed() < Duration::from_secs(10), "post {id}: no replica confirms");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let newest_first: Vec<u64> = ids.iter().rev().copied().collect();
+    let victim = cluster.master_of_key(&format!("kith-fault-test:wa:{{{author}}}")).unwrap();
+    let pid = cluster.nodes[victim - 1].pid.unwrap();
+    let read_all = || async {
+        let (index, took) = bounded(Duration::from_secs(10), "index", async {
+            r.wb_author_posts(&[author], u64::MAX, 100).await
+        })
+        .await;
+        assert!(took < Duration::from_secs(2), "the index read took {took:?}");
+        assert_eq!(index.unwrap(), vec![newest_first.clone()]);
+        let (got, took) = bounded(Duration::from_secs(10), "queue", r.wb_get(&ids)).await;
+        assert!(took < Duration::from_secs(2), "the queue read took {took:?}");
+        let got: Vec<u64> = got.unwrap().iter().map(|p| p.as_ref().unwrap().id).collect();
+        assert_eq!(got, ids);
+    };
+    read_all().await;
+    // The watcher's next round makes the connections to the replicas.
+    tokio::time::sleep(super::redis::WATCH_INTERVAL * 2).await;
+    // SAFETY: a signal to the test's own Redis child, whose pid the cluster recorded.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
+    for _ in 0..3 {
+        read_all().await;
+    }
+    assert!(b.health().is_some(), "the circuit stayed closed with a master paused");
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGCONT) }, 0);
+    cluster.kill(victim).unwrap();
+    for _ in 0..3 {
+        read_all().await;
+    }
+}

@@ -14,11 +14,19 @@
 //!
 //! A reader looks at the author index (pulls) or the queue (posts by id) before the store,
 //! and a flusher removes a post from them only after the store has it, so a waiting post is
-//! always found in one place or the other.
+//! always found in one place or the other. When the key's master cannot answer (killed,
+//! paused, cut off, or the circuit open), a reader asks the master directly and every
+//! replica of it at once, and takes whichever answers whole first: the master, or all
+//! replicas (every waiting entry was confirmed by one of them before it was acknowledged,
+//! so their union holds it). So a master's outage does not make waiting posts unreadable
+//! until its failover.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use futures_util::future::try_join_all;
+use futures_util::future::{select_ok, try_join_all};
+use redis::{Cmd, FromRedisValue, RedisResult};
 
 use super::con::{At, slot};
 use super::redis::Redis;
@@ -77,7 +85,7 @@ impl Redis {
         let mut add = redis::pipe();
         add.zadd(&queue, post.encode(), post.id).ignore();
         add.cmd("WAIT").arg(1).arg(WAIT_MS);
-        if self.replicas_of(&waiting) == 0 || self.replicas_of(&queue) == 0 {
+        if self.replicas_of(&waiting).is_empty() || self.replicas_of(&queue).is_empty() {
             // No replica could confirm (a master just promoted, or none configured): a WAIT
             // would only hold the connection for its whole timeout.
             return Ok(false);
@@ -96,6 +104,42 @@ impl Redis {
         Ok(confirmed)
     }
 
+    /// A read of write-back keys on `key`'s master, through the breaker; when that fails,
+    /// the same read on the master by address and on every replica the slot map lists for
+    /// it, at once, each within the deadline: the replies of whichever answers whole first
+    /// (the master alone, or every replica), one per node, for the caller to merge. The
+    /// first error when neither does.
+    async fn wb_read<T>(&self, what: &'static str, key: &str, cmd: Cmd) -> Result<Vec<T>>
+    where
+        T: FromRedisValue + Send + 'static,
+    {
+        let mut con = self.con();
+        let first = match self.run(what, cmd.query_async::<T>(&mut con)).await {
+            Ok(v) => return Ok(vec![v]),
+            Err(e) => e,
+        };
+        let Some((master, replicas)) = self.nodes_of(key) else { return Err(first) };
+        type Read<'a, T> = Pin<Box<dyn Future<Output = RedisResult<Vec<T>>> + Send + 'a>>;
+        let cmd = &cmd;
+        let direct: Read<'_, T> = Box::pin(async move {
+            let v = self.read_at(what, &master, cmd, false).await?;
+            Ok(vec![T::from_redis_value(&v)?])
+        });
+        let mut tries = vec![direct];
+        if !replicas.is_empty() {
+            tries.push(Box::pin(async move {
+                let reads = replicas.iter().map(|node| async move {
+                    T::from_redis_value(&self.read_at(what, node, cmd, true).await?)
+                });
+                try_join_all(reads).await
+            }));
+        }
+        match select_ok(tries).await {
+            Ok((got, _)) => Ok(got),
+            Err(_) => Err(first),
+        }
+    }
+
     /// Up to `limit` waiting post ids of each author below `before`, newest first.
     pub(crate) async fn wb_author_posts(
         &self,
@@ -105,32 +149,38 @@ impl Redis {
     ) -> Result<Vec<Vec<u64>>> {
         let max = if before > 1 << 53 { "+inf".to_string() } else { format!("({before}") };
         let reads = authors.iter().map(|&a| {
-            let mut con = self.con();
+            let key = self.waiting_key(a);
             let mut cmd = redis::cmd("ZREVRANGEBYSCORE");
-            cmd.arg(self.waiting_key(a)).arg(&max).arg("-inf").arg("LIMIT").arg(0).arg(limit);
-            async move { cmd.query_async::<Vec<u64>>(&mut con).await }
+            cmd.arg(&key).arg(&max).arg("-inf").arg("LIMIT").arg(0).arg(limit);
+            async move {
+                let mut ids: Vec<u64> =
+                    self.wb_read::<Vec<u64>>("write-back index", &key, cmd).await?.concat();
+                ids.sort_unstable_by(|x, y| y.cmp(x));
+                ids.dedup();
+                ids.truncate(limit);
+                Ok::<_, crate::error::Error>(ids)
+            }
         });
-        self.run("write-back index", try_join_all(reads)).await
+        try_join_all(reads).await
     }
 
     /// The waiting posts with these ids, in their order.
     pub(crate) async fn wb_get(&self, ids: &[u64]) -> Result<Vec<Option<Arc<Post>>>> {
         let reads = ids.iter().map(|&id| {
-            let mut con = self.con();
+            let key = self.queue_key(id % SHARDS);
             let mut cmd = redis::cmd("ZRANGEBYSCORE");
-            cmd.arg(self.queue_key(id % SHARDS)).arg(id).arg(id);
-            async move { cmd.query_async::<Vec<Vec<u8>>>(&mut con).await }
-        });
-        let got = self.run("write-back queue", try_join_all(reads)).await?;
-        got.into_iter()
-            .zip(ids)
-            .map(|(found, &id)| match found.first() {
-                None => Ok(None),
-                Some(b) => {
-                    Ok(Some(Arc::new(Post::decode(b, || format!("waiting post {id} in redis"))?)))
+            cmd.arg(&key).arg(id).arg(id);
+            async move {
+                let found = self.wb_read::<Vec<Vec<u8>>>("write-back queue", &key, cmd).await?;
+                match found.iter().flatten().next() {
+                    None => Ok(None),
+                    Some(b) => Ok(Some(Arc::new(Post::decode(b, || {
+                        format!("waiting post {id} in redis")
+                    })?))),
                 }
-            })
-            .collect()
+            }
+        });
+        try_join_all(reads).await
     }
 
     /// Every waiting post above `after`, as (author, id), ascending: what a server that

@@ -13,7 +13,7 @@
 //! (little-endian `u64`s, expiring after the time to live) with its version at
 //! `<prefix>:fv:{<uid>}`, and `<prefix>:t:{<uid>}` a timeline: a sorted set of post ids
 //! scored by themselves (exact, ids are below 2^53). The floor is a member of the same set
-//! (`f<floor>`, score -1; `b`, score -2, marks a build in progress), so eviction removes a
+//! (`f<floor>`, score -1; `b<token>`, score -2, marks a build in progress), so eviction removes a
 //! timeline and its floor together. The user's id is the hash tag of each of the user's
 //! keys, so on a cluster they share a slot, and every script (`lua.rs`) touches one slot.
 //! Every timeline step that reads the floor is a script, so it is atomic against
@@ -36,23 +36,18 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures_util::future::try_join_all;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::ClusterClientBuilder;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
 use super::con::{At, Con, Masters, slot};
 
+mod connect;
 mod lists;
 mod near;
 mod timelines;
 mod upkeep;
 use super::health::Health;
-use super::lua::{
-    LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, LUA_REMOVE,
-    script_text,
-};
-use crate::config::FeedConfig;
+use super::lua::{LUA_ADD, LUA_FRIENDS_DROP, script_text};
 use crate::error::{Error, Result};
 use crate::post::Post;
 
@@ -85,6 +80,9 @@ struct Shared {
     waiting: RwLock<Con>,
     /// A cluster's client, to replace both connections when the probe keeps timing out.
     cluster: Option<redis::cluster::ClusterClient>,
+    /// On a cluster, a client and its connection that read from replicas (`READONLY`), for
+    /// write-back's reads while a master cannot answer (`writeback.rs`).
+    replica_reads: Option<(redis::cluster::ClusterClient, RwLock<Con>)>,
     /// Masters that took slots over, found by any reading of the slot map, for the watcher
     /// to drop entries on.
     owed: Mutex<Vec<super::con::Master>>,
@@ -132,21 +130,6 @@ const REPAIR_BATCH: usize = 1000;
 /// The error of a write no replica confirmed in time.
 const NOT_CONFIRMED: &str = "not confirmed";
 
-/// A cluster's client: redirections (MOVED, ASK) need retries; two, quickly, keep a call
-/// within its deadline.
-fn cluster_client(
-    urls: &[String],
-    config: &FeedConfig,
-) -> RedisResult<redis::cluster::ClusterClient> {
-    ClusterClientBuilder::new(urls.to_vec())
-        .connection_timeout(config.redis_connect_timeout)
-        .response_timeout(config.redis_response_timeout)
-        .retries(2)
-        .min_retry_wait(10)
-        .max_retry_wait(100)
-        .build()
-}
-
 /// A call that took longer than the deadline.
 fn timed_out(what: &str, deadline: Duration) -> RedisError {
     let msg = format!("{what} timed out after {} ms", deadline.as_millis());
@@ -167,74 +150,6 @@ fn glob_escape(s: &str) -> String {
 
 impl Redis {
     pub(super) const NAME: &'static str = "redis";
-
-    /// Connects to one Redis or a cluster with the timeouts of `config`, checked with a
-    /// PING (and, on a cluster, its slot map read).
-    pub(super) async fn connect(target: Target<'_>, config: &FeedConfig) -> Result<Redis> {
-        if config.redis_prefix.contains(['{', '}']) {
-            return Err(Error::Invalid(format!(
-                "redis prefix {:?}: braces would change which slot keys live in",
-                config.redis_prefix
-            )));
-        }
-        let connect = || async {
-            Ok::<Con, Error>(match target {
-                Target::One(url) => {
-                    let client = redis::Client::open(url)?;
-                    // No reconnection retries inside the manager: a call waiting for them would
-                    // wait past its deadline. The probe retries instead, every probe interval.
-                    let manager = ConnectionManagerConfig::new()
-                        .set_connection_timeout(config.redis_connect_timeout)
-                        .set_response_timeout(config.redis_response_timeout)
-                        .set_number_of_retries(0);
-                    Con::Single(ConnectionManager::new_with_config(client, manager).await?)
-                }
-                Target::Cluster(urls) => {
-                    let client = cluster_client(urls, config)?;
-                    Con::Cluster(client.get_async_connection().await?)
-                }
-            })
-        };
-        let mut con = connect().await?;
-        let waiting = connect().await?;
-        let cluster = match target {
-            Target::One(_) => None,
-            Target::Cluster(urls) => Some(cluster_client(urls, config)?),
-        };
-        let _: String = redis::cmd("PING").query_async(&mut con).await?;
-        let masters = match target {
-            Target::One(_) => Masters::default(),
-            Target::Cluster(_) => Masters::fetch(&mut con).await?,
-        };
-        let script = |body| redis::Script::new(&script_text(body));
-        let shared = Arc::new(Shared {
-            con: RwLock::new(con),
-            waiting: RwLock::new(waiting),
-            cluster,
-            owed: Mutex::new(Vec::new()),
-            masters: Mutex::new(Arc::new(masters)),
-            drop_script: script(LUA_FRIENDS_DROP),
-            prefix: config.redis_prefix.clone(),
-            friends_ttl: config.friends_ttl,
-            deadline: config.redis_connect_timeout + config.redis_response_timeout,
-            open_after: config.redis_response_timeout * 2,
-            probe_interval: config.redis_probe_interval,
-            health: Health::default(),
-            near: near::Near::new(config.near_bytes, config.near_friends_ttl),
-        });
-        if let Target::Cluster(_) = target {
-            tokio::spawn(Shared::watch(Arc::downgrade(&shared)));
-        }
-        Ok(Redis {
-            shared,
-            read: script(LUA_READ),
-            begin: script(LUA_BEGIN),
-            finish: script(LUA_FINISH),
-            add: script(LUA_ADD),
-            remove: script(LUA_REMOVE),
-            fill: script(LUA_FRIENDS_FILL),
-        })
-    }
 
     /// Whether this is a Redis Cluster.
     pub(crate) fn is_cluster(&self) -> bool {
@@ -266,9 +181,35 @@ impl Redis {
         &self.shared.prefix
     }
 
-    /// Replicas the master of `key`'s slot has (0 on one Redis).
-    pub(super) fn replicas_of(&self, key: &str) -> usize {
-        self.shared.masters().of(slot(key.as_bytes())).map_or(0, |m| m.replicas)
+    /// The replicas (host, port) of the master of `key`'s slot (none on one Redis).
+    pub(super) fn replicas_of(&self, key: &str) -> Vec<(String, u16)> {
+        self.shared.masters().of(slot(key.as_bytes())).map_or(Vec::new(), |m| m.replicas.clone())
+    }
+
+    /// The master (host, port) of `key`'s slot and its replicas seen, by the slot map; `None` on
+    /// one Redis or when the map does not cover the slot.
+    pub(super) fn nodes_of(&self, key: &str) -> Option<((String, u16), Vec<(String, u16)>)> {
+        let masters = self.shared.masters();
+        let m = masters.of(slot(key.as_bytes()))?;
+        Some(((m.host.clone(), m.port), m.seen.clone()))
+    }
+
+    /// Sends a read to the node at `node`, past the breaker and within the deadline: on the
+    /// connection that reads from replicas (`READONLY`) with `replica`, else on the main
+    /// one. Only on a cluster.
+    pub(super) async fn read_at(
+        &self,
+        what: &str,
+        node: &(String, u16),
+        cmd: &Cmd,
+        replica: bool,
+    ) -> RedisResult<redis::Value> {
+        let shared = &self.shared;
+        let mut con = match (&shared.replica_reads, replica) {
+            (Some((_, at)), true) => at.read().unwrap_or_else(PoisonError::into_inner).clone(),
+            _ => shared.con(),
+        };
+        shared.bounded(what, con.command_at(node, cmd)).await
     }
 
     /// Runs one call through the breaker, within the deadline. A failure that means Redis

@@ -29,7 +29,7 @@ impl Shared {
         }
         let mut slot = self.masters.lock().unwrap_or_else(PoisonError::into_inner);
         let taken = now.taken_over_from(&slot);
-        *slot = Arc::new(now);
+        *slot = Arc::new(now.seen_since(&slot));
         drop(slot);
         let mut owed = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
         for m in &taken {
@@ -48,6 +48,7 @@ impl Shared {
             tokio::time::sleep(WATCH_INTERVAL).await;
             let Some(s) = shared.upgrade() else { return };
             s.refresh().await;
+            s.ping_replicas().await;
             let owed = std::mem::take(&mut *s.owed.lock().unwrap_or_else(PoisonError::into_inner));
             let mut still = Vec::new();
             for m in owed {
@@ -70,6 +71,22 @@ impl Shared {
             }
             s.owed.lock().unwrap_or_else(PoisonError::into_inner).extend(still);
         }
+    }
+
+    /// PINGs every replica seen, through the connection that reads from replicas, so that
+    /// its connections are made before a master's outage needs them (the first reads on a
+    /// new one timed out while a master was paused).
+    async fn ping_replicas(&self) {
+        let Some((_, at)) = &self.replica_reads else { return };
+        let masters = self.masters();
+        let pings = masters.all().iter().flat_map(|m| &m.seen).map(|node| {
+            let mut con = at.read().unwrap_or_else(PoisonError::into_inner).clone();
+            async move {
+                let ping = redis::cmd("PING");
+                let _ = self.bounded("replica ping", con.command_at(node, &ping)).await;
+            }
+        });
+        futures_util::future::join_all(pings).await;
     }
 
     /// Deletes every key of these kinds (`t` timelines, `f` friend lists, `g` followee
@@ -164,7 +181,7 @@ impl Shared {
         }
     }
 
-    /// New cluster connections in place of both; false on one Redis (its connection
+    /// New cluster connections in place of all three; false on one Redis (its connection
     /// manager reconnects by itself) or when they cannot be made now.
     async fn replace_connections(&self) -> bool {
         let Some(client) = &self.cluster else { return false };
@@ -174,11 +191,21 @@ impl Shared {
                 client.get_async_connection().await?,
             ))
         };
+        let replicas = async {
+            match &self.replica_reads {
+                Some((client, _)) => client.get_async_connection().await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let made = async { Ok::<_, RedisError>((made.await?, replicas.await?)) };
         match tokio::time::timeout(self.deadline * 2, made).await {
-            Ok(Ok((con, waiting))) => {
+            Ok(Ok(((con, waiting), replicas))) => {
                 *self.con.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(con);
                 *self.waiting.write().unwrap_or_else(PoisonError::into_inner) =
                     Con::Cluster(waiting);
+                if let (Some((_, at)), Some(replicas)) = (&self.replica_reads, replicas) {
+                    *at.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(replicas);
+                }
                 eprintln!(
                     "kith feed: replaced the redis cluster connections after {REPLACE_AFTER} probes timed out"
                 );

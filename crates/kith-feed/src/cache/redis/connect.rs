@@ -1,0 +1,116 @@
+//! Connecting: to one Redis through the redis crate's reconnecting connection manager, or
+//! to a cluster through its cluster client, with the feed's timeouts.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use redis::RedisResult;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+
+use super::super::con::{Con, Masters};
+use super::super::health::Health;
+use super::super::lua::{
+    LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, LUA_REMOVE,
+    script_text,
+};
+use super::{Redis, Shared, Target, near};
+use crate::config::FeedConfig;
+use crate::error::{Error, Result};
+
+/// A cluster's client: redirections (MOVED, ASK) need retries; two, quickly, keep a call
+/// within its deadline. One that reads from replicas sends `READONLY` on every connection.
+pub(super) fn cluster_client(
+    urls: &[String],
+    config: &FeedConfig,
+    from_replicas: bool,
+) -> RedisResult<ClusterClient> {
+    let builder = ClusterClientBuilder::new(urls.to_vec())
+        .connection_timeout(config.redis_connect_timeout)
+        .response_timeout(config.redis_response_timeout)
+        .retries(2)
+        .min_retry_wait(10)
+        .max_retry_wait(100);
+    if from_replicas { builder.read_from_replicas() } else { builder }.build()
+}
+
+impl Redis {
+    /// Connects to one Redis or a cluster with the timeouts of `config`, checked with a
+    /// PING (and, on a cluster, its slot map read).
+    pub(in crate::cache) async fn connect(
+        target: Target<'_>,
+        config: &FeedConfig,
+    ) -> Result<Redis> {
+        if config.redis_prefix.contains(['{', '}']) {
+            return Err(Error::Invalid(format!(
+                "redis prefix {:?}: braces would change which slot keys live in",
+                config.redis_prefix
+            )));
+        }
+        let connect = || async {
+            Ok::<Con, Error>(match target {
+                Target::One(url) => {
+                    let client = redis::Client::open(url)?;
+                    // No reconnection retries inside the manager: a call waiting for them would
+                    // wait past its deadline. The probe retries instead, every probe interval.
+                    let manager = ConnectionManagerConfig::new()
+                        .set_connection_timeout(config.redis_connect_timeout)
+                        .set_response_timeout(config.redis_response_timeout)
+                        .set_number_of_retries(0);
+                    Con::Single(ConnectionManager::new_with_config(client, manager).await?)
+                }
+                Target::Cluster(urls) => {
+                    let client = cluster_client(urls, config, false)?;
+                    Con::Cluster(client.get_async_connection().await?)
+                }
+            })
+        };
+        let mut con = connect().await?;
+        let waiting = connect().await?;
+        let cluster = match target {
+            Target::One(_) => None,
+            Target::Cluster(urls) => Some(cluster_client(urls, config, false)?),
+        };
+        let replica_reads = match target {
+            Target::One(_) => None,
+            Target::Cluster(urls) => {
+                let client = cluster_client(urls, config, true)?;
+                let con = Con::Cluster(client.get_async_connection().await?);
+                Some((client, RwLock::new(con)))
+            }
+        };
+        let _: String = redis::cmd("PING").query_async(&mut con).await?;
+        let masters = match target {
+            Target::One(_) => Masters::default(),
+            Target::Cluster(_) => Masters::fetch(&mut con).await?,
+        };
+        let script = |body| redis::Script::new(&script_text(body));
+        let shared = Arc::new(Shared {
+            con: RwLock::new(con),
+            waiting: RwLock::new(waiting),
+            cluster,
+            replica_reads,
+            owed: Mutex::new(Vec::new()),
+            masters: Mutex::new(Arc::new(masters)),
+            drop_script: script(LUA_FRIENDS_DROP),
+            prefix: config.redis_prefix.clone(),
+            friends_ttl: config.friends_ttl,
+            deadline: config.redis_connect_timeout + config.redis_response_timeout,
+            open_after: config.redis_response_timeout * 2,
+            probe_interval: config.redis_probe_interval,
+            health: Health::default(),
+            near: near::Near::new(config.near_bytes, config.near_friends_ttl),
+        });
+        if let Target::Cluster(_) = target {
+            tokio::spawn(Shared::watch(Arc::downgrade(&shared)));
+        }
+        Ok(Redis {
+            shared,
+            read: script(LUA_READ),
+            begin: script(LUA_BEGIN),
+            finish: script(LUA_FINISH),
+            add: script(LUA_ADD),
+            remove: script(LUA_REMOVE),
+            fill: script(LUA_FRIENDS_FILL),
+        })
+    }
+}
