@@ -326,9 +326,10 @@ fn two_servers_racing_apply_each_write_once() {
     drop_store(&options).unwrap();
 }
 
-/// Every one of the 64 numbers held by a server that stopped without releasing it (its
-/// lease never renewed): a claim for any number finds none lapsed at first (none has been
-/// watched for a lease yet), watches once more for a lease, and takes one.
+/// Every one of the 64 numbers held by a server that stopped without releasing it (rows
+/// written here directly, as those servers' claims left them): a claim for any number finds
+/// none lapsed at first (none has been watched for a lease yet), watches once more for a
+/// lease, and takes one.
 #[test]
 fn a_claim_when_every_number_is_held_waits_one_lease_and_takes_a_lapsed_one() {
     let options = CassandraOptions::new(testing::hosts(), &testing::keyspace("numbers"));
@@ -336,13 +337,22 @@ fn a_claim_when_every_number_is_held_waits_one_lease_and_takes_a_lapsed_one() {
     let layout = Layout::identity(graph.num_nodes());
     let (store, _) =
         build(&options, &graph, &layout, LayoutMeta::default(), &BuildConfig::default()).unwrap();
-    let lease = std::time::Duration::from_secs(3);
     let slots = store.server_slots();
-    let mut held: Vec<u16> = (0..slots)
-        .map(|n| store.claim_server(&format!("stopped-{n}"), lease, None).unwrap().unwrap())
-        .collect();
-    held.sort_unstable();
-    assert_eq!(held, (0..slots).collect::<Vec<_>>(), "each number once");
+    let ks = &options.keyspace;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let session = scylla::client::session_builder::SessionBuilder::new()
+            .known_nodes(testing::hosts())
+            .build()
+            .await
+            .unwrap();
+        for n in 0..i32::from(slots) {
+            let row = format!("INSERT INTO {ks}.servers (n, owner) VALUES ({n}, 'stopped-{n}@1')");
+            session.query_unpaged(row, ()).await.unwrap();
+        }
+    });
+    let lease = std::time::Duration::from_secs(3);
+    assert_eq!(store.claim_server("late", lease, Some(5)).unwrap(), None, "held");
     // A server started now: it has watched no row yet.
     let starting = kith_cassandra::CassandraStore::open(&options).unwrap();
     let t = std::time::Instant::now();
