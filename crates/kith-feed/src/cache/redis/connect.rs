@@ -102,6 +102,7 @@ impl Redis {
         });
         if let Target::Cluster(_) = target {
             tokio::spawn(Shared::watch(Arc::downgrade(&shared)));
+            tokio::spawn(Shared::keep_replicas(Arc::downgrade(&shared)));
         }
         Ok(Redis {
             shared,

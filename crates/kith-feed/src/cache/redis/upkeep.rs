@@ -48,7 +48,6 @@ impl Shared {
             tokio::time::sleep(WATCH_INTERVAL).await;
             let Some(s) = shared.upgrade() else { return };
             s.refresh().await;
-            s.ping_replicas().await;
             let owed = std::mem::take(&mut *s.owed.lock().unwrap_or_else(PoisonError::into_inner));
             let mut still = Vec::new();
             for m in owed {
@@ -73,9 +72,19 @@ impl Shared {
         }
     }
 
-    /// PINGs every replica seen, through the connection that reads from replicas, so that
-    /// its connections are made before a master's outage needs them (the first reads on a
-    /// new one timed out while a master was paused).
+    /// Every [`WATCH_INTERVAL`], until the backend is dropped, PINGs every replica seen
+    /// through the connection that reads from replicas, so that its connections are made
+    /// before a master's outage needs them (the first reads on a new one timed out while a
+    /// master was paused). A task of its own: a ping waiting on a node that went away
+    /// must not hold back the watcher's drops after a failover.
+    pub(super) async fn keep_replicas(shared: Weak<Shared>) {
+        loop {
+            tokio::time::sleep(WATCH_INTERVAL).await;
+            let Some(s) = shared.upgrade() else { return };
+            s.ping_replicas().await;
+        }
+    }
+
     async fn ping_replicas(&self) {
         let Some((_, at)) = &self.replica_reads else { return };
         let masters = self.masters();
