@@ -24,6 +24,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::{select_ok, try_join_all};
 use redis::{Cmd, FromRedisValue, RedisResult};
@@ -119,6 +120,7 @@ impl Redis {
             Err(e) => e,
         };
         let Some((master, replicas)) = self.nodes_of(key) else { return Err(first) };
+        let said = format!("{}:{} and replicas {replicas:?}", master.0, master.1);
         type Read<'a, T> = Pin<Box<dyn Future<Output = RedisResult<Vec<T>>> + Send + 'a>>;
         let cmd = &cmd;
         let direct: Read<'_, T> = Box::pin(async move {
@@ -136,7 +138,15 @@ impl Redis {
         }
         match select_ok(tries).await {
             Ok((got, _)) => Ok(got),
-            Err(_) => Err(first),
+            Err(e) => {
+                // Once in a while: every read of the outage fails so.
+                static LAST: AtomicU64 = AtomicU64::new(0);
+                let now = crate::post::now_ms() / 5_000;
+                if LAST.swap(now, Ordering::Relaxed) != now {
+                    eprintln!("kith feed: {what} unreadable on master {said}: {e}");
+                }
+                Err(first)
+            }
         }
     }
 
