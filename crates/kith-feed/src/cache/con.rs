@@ -130,6 +130,9 @@ fn hash_tag(key: &[u8]) -> &[u8] {
     key
 }
 
+/// A node's address: host and port.
+pub(super) type Node = (String, u16);
+
 /// One master and the slots it serves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Master {
@@ -138,12 +141,12 @@ pub(super) struct Master {
     pub host: String,
     pub port: u16,
     /// Its replicas' addresses (host, port), as listed.
-    pub replicas: Vec<(String, u16)>,
+    pub replicas: Vec<Node>,
     /// Its replicas as listed, or, when none is, as the last map that listed some for it
     /// did: `CLUSTER SLOTS` leaves out a replica whose replication offset the answering
     /// node has not seen (as while its master is paused), and reads that fall back to the
     /// replicas need it most then.
-    pub seen: Vec<(String, u16)>,
+    pub seen: Vec<Node>,
 }
 
 /// Which master serves each slot, from `CLUSTER SLOTS`.
@@ -180,7 +183,7 @@ impl Masters {
             };
             let (host, id) = (text(node.first()), text(node.get(2)));
             let Some(Value::Int(port)) = node.get(1) else { continue };
-            let replicas: Vec<(String, u16)> = fields[3..]
+            let replicas: Vec<Node> = fields[3..]
                 .iter()
                 .filter_map(|r| match r {
                     Value::Array(r) => match r.get(1) {

@@ -406,6 +406,7 @@ async fn waiting_posts_are_read_from_the_replica_while_their_master_is_out() {
         read_all().await;
     }
     assert!(b.health().is_some(), "the circuit stayed closed with a master paused");
+    // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGCONT) }, 0);
     cluster.kill(victim).unwrap();
     for _ in 0..3 {

@@ -39,7 +39,7 @@ use futures_util::future::try_join_all;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
-use super::con::{At, Con, Masters, slot};
+use super::con::{At, Con, Masters, Node, slot};
 
 mod connect;
 mod lists;
@@ -182,13 +182,13 @@ impl Redis {
     }
 
     /// The replicas (host, port) of the master of `key`'s slot (none on one Redis).
-    pub(super) fn replicas_of(&self, key: &str) -> Vec<(String, u16)> {
+    pub(super) fn replicas_of(&self, key: &str) -> Vec<Node> {
         self.shared.masters().of(slot(key.as_bytes())).map_or(Vec::new(), |m| m.replicas.clone())
     }
 
     /// The master (host, port) of `key`'s slot and its replicas seen, by the slot map; `None` on
     /// one Redis or when the map does not cover the slot.
-    pub(super) fn nodes_of(&self, key: &str) -> Option<((String, u16), Vec<(String, u16)>)> {
+    pub(super) fn nodes_of(&self, key: &str) -> Option<(Node, Vec<Node>)> {
         let masters = self.shared.masters();
         let m = masters.of(slot(key.as_bytes()))?;
         Some(((m.host.clone(), m.port), m.seen.clone()))
