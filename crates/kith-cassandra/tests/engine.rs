@@ -17,6 +17,21 @@ fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Runs CQL statements directly on the test cluster, one after another.
+fn cql(statements: &[String]) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let session = scylla::client::session_builder::SessionBuilder::new()
+            .known_nodes(testing::hosts())
+            .build()
+            .await
+            .unwrap();
+        for statement in statements {
+            session.query_unpaged(statement.as_str(), ()).await.unwrap();
+        }
+    });
+}
+
 fn small_graph() -> Graph {
     let mut rng = Pcg64Mcg::seed_from_u64(3);
     let n = 40u32;
@@ -62,29 +77,15 @@ fn a_finished_record_replaces_a_claim_stamped_ahead(
     store: &kith_cassandra::CassandraStore,
     ks: &str,
 ) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let session = scylla::client::session_builder::SessionBuilder::new()
-            .known_nodes(testing::hosts())
-            .build()
-            .await
-            .unwrap();
-        let ahead_us =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros()
-                as i64
-                + 60_000_000;
-        session
-            .query_unpaged(
-                format!(
-                    "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) \
-                     VALUES ('ahead', 9, {}, 0x02) USING TIMESTAMP {ahead_us} AND TTL 600",
-                    i64::MAX / 4
-                ),
-                (),
-            )
-            .await
-            .unwrap();
-    });
+    let ahead_us =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros()
+            as i64
+            + 60_000_000;
+    cql(&[format!(
+        "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) \
+         VALUES ('ahead', 9, {}, 0x02) USING TIMESTAMP {ahead_us} AND TTL 600",
+        i64::MAX / 4
+    )]);
     let finished = kith_store::IdempotencyRecord {
         key: "ahead".into(),
         fingerprint: 9,
@@ -339,18 +340,10 @@ fn a_claim_when_every_number_is_held_waits_one_lease_and_takes_a_lapsed_one() {
         build(&options, &graph, &layout, LayoutMeta::default(), &BuildConfig::default()).unwrap();
     let slots = store.server_slots();
     let ks = &options.keyspace;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let session = scylla::client::session_builder::SessionBuilder::new()
-            .known_nodes(testing::hosts())
-            .build()
-            .await
-            .unwrap();
-        for n in 0..i32::from(slots) {
-            let row = format!("INSERT INTO {ks}.servers (n, owner) VALUES ({n}, 'stopped-{n}@1')");
-            session.query_unpaged(row, ()).await.unwrap();
-        }
-    });
+    let rows: Vec<String> = (0..i32::from(slots))
+        .map(|n| format!("INSERT INTO {ks}.servers (n, owner) VALUES ({n}, 'stopped-{n}@1')"))
+        .collect();
+    cql(&rows);
     let lease = std::time::Duration::from_secs(3);
     assert_eq!(store.claim_server("late", lease, Some(5)).unwrap(), None, "held");
     // A server started now: it has watched no row yet.
