@@ -156,18 +156,23 @@ async fn a_slow_moment_fails_only_the_calls_it_caught() {
     assert_eq!(b.timeline_read(1, u64::MAX, 10).await.unwrap(), Some((vec![11, 10], 0)));
 }
 
-#[tokio::test]
-async fn a_failed_friend_invalidation_is_never_served_stale() {
-    let server = RedisServer::start();
-    let b = connect(server.url()).await;
+/// User 5's friend list cached, then Redis made read-only (a replica of a master that does
+/// not exist keeps its data and serves reads, but refuses every write with READONLY): the
+/// list's invalidation fails, and is marked.
+async fn friend_list_made_read_only(server: &RedisServer, b: &Backend) {
     let version = b.friends_version(5).await.unwrap();
     b.put_friends(5, Arc::from([1, 2]), &version).await.unwrap();
-    // A replica of a master that does not exist keeps its data and serves reads, but
-    // refuses every write with READONLY.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     assert_eq!(server.command(&["REPLICAOF", "127.0.0.1", &dead.to_string()]), "OK");
     let (del, _) = bounded(Duration::from_secs(5), "del_friends", b.del_friends(&[5])).await;
     assert!(del.is_err(), "a replica took a DEL: {del:?}");
+}
+
+#[tokio::test]
+async fn a_failed_friend_invalidation_is_never_served_stale() {
+    let server = RedisServer::start();
+    let b = connect(server.url()).await;
+    friend_list_made_read_only(&server, &b).await;
     let (got, _) = bounded(Duration::from_secs(5), "get_friends", b.get_friends(5)).await;
     assert!(!matches!(got, Ok(Some(_))), "served a list whose invalidation failed: {got:?}");
     // Writable again: the recovery drops the stale list before anything reads it.
@@ -333,14 +338,8 @@ impl Drop for Down {
 #[tokio::test]
 async fn a_failing_list_repair_does_not_hold_back_the_timelines() {
     let (server, b, other) = timeline_of_ten(&settings()).await;
-    let version = b.friends_version(5).await.unwrap();
-    b.put_friends(5, Arc::from([1, 2]), &version).await.unwrap();
-    // Read-only (a replica of a master that does not exist): the list's invalidation and
-    // the push both fail, and both are marked.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    assert_eq!(server.command(&["REPLICAOF", "127.0.0.1", &dead.to_string()]), "OK");
-    let (del, _) = bounded(Duration::from_secs(5), "del_friends", b.del_friends(&[5])).await;
-    assert!(del.is_err(), "a replica took a DEL: {del:?}");
+    // The push fails too, and is marked.
+    friend_list_made_read_only(&server, &b).await;
     let (add, _) =
         bounded(Duration::from_secs(5), "timeline_add", b.timeline_add(&[1], &[11], 100)).await;
     assert!(add.is_err(), "a replica took a push: {add:?}");
