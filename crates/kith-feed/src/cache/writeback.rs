@@ -86,7 +86,7 @@ impl Redis {
         let mut add = redis::pipe();
         add.zadd(&queue, post.encode(), post.id).ignore();
         add.cmd("WAIT").arg(1).arg(WAIT_MS);
-        if self.replicas_of(&waiting).is_empty() || self.replicas_of(&queue).is_empty() {
+        if self.replicas_of(&waiting) == 0 || self.replicas_of(&queue) == 0 {
             // No replica could confirm (a master just promoted, or none configured): a WAIT
             // would only hold the connection for its whole timeout.
             return Ok(false);

@@ -181,9 +181,9 @@ impl Redis {
         &self.shared.prefix
     }
 
-    /// The replicas (host, port) of the master of `key`'s slot (none on one Redis).
-    pub(super) fn replicas_of(&self, key: &str) -> Vec<Node> {
-        self.shared.masters().of(slot(key.as_bytes())).map_or(Vec::new(), |m| m.replicas.clone())
+    /// Replicas the master of `key`'s slot has (0 on one Redis).
+    pub(super) fn replicas_of(&self, key: &str) -> usize {
+        self.shared.masters().of(slot(key.as_bytes())).map_or(0, |m| m.replicas.len())
     }
 
     /// The master (host, port) of `key`'s slot and its replicas seen, by the slot map; `None` on
