@@ -3,7 +3,7 @@
 //! batches (each batch one partition, so one replica set applies it).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use kith_graph::Graph;
@@ -268,22 +268,12 @@ pub fn build(
     Ok((store, report))
 }
 
-/// How long [`drop_store`] waits for the nodes' hints to be replayed.
-const HINTS_WAIT: Duration = Duration::from_secs(60);
-
-/// Drops the keyspace `options.keyspace` with everything in it, once no node holds hints
-/// (waiting up to [`HINTS_WAIT`]): a keyspace dropped while a node replayed hints into its
-/// tables (a node paused just before) stopped that node's schema changes for good
-/// (Cassandra's migration stage died on "Unknown CF", and every later `CREATE` failed on
-/// that node until it restarted; seen after `kith trial cluster` runs).
+/// Drops the keyspace `options.keyspace` with everything in it.
 pub fn drop_store(options: &CassandraOptions) -> Result<()> {
     schema::check_keyspace(&options.keyspace)?;
     let rt = schema::runtime()?;
     rt.block_on(async {
         let session = schema::connect(&options.hosts).await?;
-        if !schema::hints_replayed(&session, HINTS_WAIT).await {
-            eprintln!("kith cassandra: dropping {} with hints not yet replayed", options.keyspace);
-        }
         schema::ddl(&session, &format!("DROP KEYSPACE IF EXISTS {}", options.keyspace)).await
     })
 }

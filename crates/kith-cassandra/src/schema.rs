@@ -396,28 +396,3 @@ async fn peers_of(session: &Session, target: Ipv4Addr) -> Result<Vec<Ipv4Addr>> 
         .collect();
     Ok(peers)
 }
-
-/// Waits, up to `limit`, until no node of the session's cluster holds hints
-/// (`system_views.pending_hints`, which each node answers for itself); whether none does.
-/// A node that cannot answer counts as holding none: it cannot replay them either.
-pub(crate) async fn hints_replayed(session: &Session, limit: Duration) -> bool {
-    let end = Instant::now() + limit;
-    loop {
-        let mut pending = false;
-        for node in session.get_cluster_state().get_nodes_info() {
-            let mut statement = Statement::new("SELECT files FROM system_views.pending_hints");
-            statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
-                NodeIdentifier::Node(node.clone()),
-                None,
-            )));
-            statement.set_consistency(Consistency::One);
-            let rows = session.query_unpaged(statement, ()).await.ok();
-            let count = rows.and_then(|r| r.into_rows_result().ok()).map_or(0, |r| r.rows_num());
-            pending |= count > 0;
-        }
-        if !pending || Instant::now() >= end {
-            return !pending;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
