@@ -298,10 +298,7 @@ impl Feed {
         };
         if let Err(e) = redone {
             // Not opened after all: stop the tasks and free the number.
-            for t in feed.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..)
-            {
-                t.abort();
-            }
+            feed.stop_tasks().await;
             let (engine, server, owner) = (feed.engine.clone(), feed.server, feed.owner.clone());
             let _ = blocking(move || engine.release_server(server, &owner)).await;
             return Err(e);

@@ -4,10 +4,10 @@
 //! journaled posts into the feed database.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::time::Instant;
 
 use super::{FanJob, Feed};
@@ -33,14 +33,7 @@ impl Feed {
         self.depth.fetch_add(1, Ordering::SeqCst);
         self.metrics.fanout_depth.inc();
         if self.fanout.send(job).await.is_err() {
-            self.job_done();
-        }
-    }
-
-    fn job_done(&self) {
-        self.metrics.fanout_depth.dec();
-        if self.depth.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.idle.notify_waiters();
+            job_done(&self.depth, &self.idle, &self.metrics.fanout_depth);
         }
     }
 
@@ -49,10 +42,15 @@ impl Feed {
         while let Some(job) = rx.recv().await {
             let permit = permits.clone().acquire_owned().await.expect("never closed");
             let feed = feed.clone();
+            let (depth, idle, gauge) =
+                (feed.depth.clone(), feed.idle.clone(), feed.metrics.fanout_depth.clone());
             tokio::spawn(async move {
                 feed.run_or_keep(job).await;
+                // The job lets go of the feed before it counts as done, so a shutdown that
+                // drained the queue leaves no job holding the store open.
+                drop(feed);
                 drop(permit);
-                feed.job_done();
+                job_done(&depth, &idle, &gauge);
             });
         }
     }
@@ -322,6 +320,24 @@ impl Feed {
         blocking(move || marks.persist(engine.as_ref())).await
     }
 
+    /// Stops the background tasks and waits until the runtime has dropped them: an aborted
+    /// task lets go of the feed (and the store under it) only then, and the store must be
+    /// free to open again once the feed is shut.
+    pub(super) async fn stop_tasks(&self) {
+        let tasks: Vec<_> = self
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+
     /// Waits until every queued fan-out job has run.
     pub async fn drain(&self) {
         loop {
@@ -401,9 +417,7 @@ impl Feed {
         self.closing.store(true, Ordering::SeqCst);
         self.drain().await;
         let flushed = self.flush().await;
-        for t in self.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
-            t.abort();
-        }
+        self.stop_tasks().await;
         let flushed = flushed.and(self.persist_watermark().await);
         if let Some(j) = &self.journal {
             j.close();
@@ -421,5 +435,13 @@ impl Feed {
         })
         .await;
         flushed.and(released)
+    }
+}
+
+/// Counts one queued fan-out job as done; the last wakes whoever drains the queue.
+fn job_done(depth: &AtomicI64, idle: &Notify, gauge: &prometheus::IntGauge) {
+    gauge.dec();
+    if depth.fetch_sub(1, Ordering::SeqCst) == 1 {
+        idle.notify_waiters();
     }
 }
