@@ -185,6 +185,30 @@ async fn a_failed_friend_invalidation_is_never_served_stale() {
     assert_eq!(b.get_friends(5).await.unwrap().as_deref(), Some(&[2][..]));
 }
 
+/// A change made through a server whose circuit is open (its probe far off) still drops
+/// the list from Redis, past the breaker, so another server sharing the cache stops
+/// serving the old list at once rather than when the first server's probe gets there.
+#[tokio::test]
+async fn a_change_made_while_the_circuit_is_open_drops_the_list_for_the_others() {
+    let server = RedisServer::start();
+    let config = FeedConfig { redis_probe_interval: Duration::from_secs(60), ..settings() };
+    let a = Backend::redis(server.url(), &config).await.unwrap();
+    let b = connect(server.url()).await;
+    let version = b.friends_version(5).await.unwrap();
+    b.put_friends(5, Arc::from([1, 2]), &version).await.unwrap();
+    server.pause();
+    until_open(&a).await;
+    server.resume();
+    let (del, _) = bounded(Duration::from_secs(5), "del_friends", a.del_friends(&[5])).await;
+    assert!(del.is_err(), "a change's drop went through an open circuit: {del:?}");
+    let t = Instant::now();
+    while b.get_friends(5).await.unwrap().is_some() {
+        assert!(t.elapsed() < Duration::from_secs(2), "the other server serves the old list");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(a.health().is_some(), "the circuit closed without its probe");
+}
+
 #[tokio::test]
 async fn a_timeline_that_missed_a_push_is_a_miss_until_rebuilt() {
     // `other`, another server sharing the cache, knows nothing of `b`'s failed push.

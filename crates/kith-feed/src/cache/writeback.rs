@@ -225,18 +225,16 @@ impl Redis {
         Ok(max)
     }
 
-    /// How many posts wait, over every shard.
+    /// How many posts wait, over every shard; read past an open circuit as the waiting
+    /// posts are (`wb_read`), so that a server can tell while its circuit is open.
     pub(crate) async fn wb_len(&self) -> Result<u64> {
         let mut n = 0;
         for shard in 0..SHARDS {
-            let mut con = self.con();
-            let got: u64 = self
-                .run(
-                    "write-back queue",
-                    redis::cmd("ZCARD").arg(self.queue_key(shard)).query_async(&mut con),
-                )
-                .await?;
-            n += got;
+            let key = self.queue_key(shard);
+            let mut cmd = redis::cmd("ZCARD");
+            cmd.arg(&key);
+            let counts = self.wb_read::<u64>("write-back queue", &key, cmd).await?;
+            n += counts.into_iter().max().unwrap_or(0);
         }
         Ok(n)
     }

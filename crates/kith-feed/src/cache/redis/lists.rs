@@ -94,10 +94,30 @@ impl Redis {
             }
             Err(e) => {
                 health.lists_stale(list, uids, self.shared.friends_ttl);
+                if health.check().is_err() {
+                    self.drop_past_the_breaker(list, uids);
+                }
                 self.distrust(&e);
                 Err(e)
             }
         }
+    }
+
+    /// While the circuit is open this server serves none of these lists, but the servers
+    /// whose circuit is closed would serve the cached ones until this server's probe
+    /// deletes them, and the probe waits for every master to take writes (in trials, for
+    /// as long as a killed master stayed down). So the drop is sent anyway, past the
+    /// breaker and within the deadline, not waited for: on a master that answers it lands
+    /// at once. A list on a master that does not answer cannot be read there either; the
+    /// probe deletes it once that master answers, or the watcher once a replica took over.
+    fn drop_past_the_breaker(&self, list: List, uids: &[u64]) {
+        let (shared, uids) = (self.shared.clone(), uids.to_vec());
+        let since = shared.health.clock();
+        tokio::spawn(async move {
+            if shared.bounded("drop lists", shared.drop_lists(list, &uids)).await.is_ok() {
+                shared.health.lists_fresh(list, &uids, since);
+            }
+        });
     }
 }
 

@@ -14,6 +14,8 @@ use crate::cache::health::{MAX_STALE, unavailable};
 
 /// Probes in a row that timed out before a cluster's connections are replaced.
 const REPLACE_AFTER: u32 = 3;
+/// The longest a probe failing at the same step goes unreported.
+const TELL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Shared {
     /// Reads a cluster's slot map again; returns the masters that took slots over from
@@ -158,6 +160,7 @@ impl Shared {
     /// keep asking a node that is gone or no longer serves the slot.
     pub(super) async fn probe(shared: Weak<Shared>) {
         let mut timeouts = 0;
+        let mut told: Option<(std::time::Instant, &str)> = None;
         loop {
             let interval = match shared.upgrade() {
                 Some(s) => s.probe_interval,
@@ -166,7 +169,8 @@ impl Shared {
             tokio::time::sleep(interval).await;
             let Some(s) = shared.upgrade() else { return };
             let trips = s.health.trips();
-            match s.recover().await {
+            let mut step = "probe";
+            match s.recover(&mut step).await {
                 Ok(()) => {
                     timeouts = 0;
                     if s.health.close(trips) {
@@ -177,6 +181,11 @@ impl Shared {
                     }
                 }
                 Err(e) => {
+                    // Said when the failing step changes, and at most every few seconds.
+                    if told.is_none_or(|(at, was)| was != step || at.elapsed() >= TELL_EVERY) {
+                        eprintln!("kith feed: redis probe failed at {step}: {e}");
+                        told = Some((std::time::Instant::now(), step));
+                    }
                     // A probe that fails while the circuit is closed (repairing) counts as
                     // a call that failed.
                     s.opens_on(&e);
@@ -227,7 +236,7 @@ impl Shared {
     /// A write (so a Redis that answers but refuses writes stays unavailable), then the
     /// repairs: stale friend and followee lists and timelines deleted, and every timeline
     /// dropped if too many missed pushes to remember.
-    async fn recover(&self) -> RedisResult<()> {
+    async fn recover(&self, step: &mut &'static str) -> RedisResult<()> {
         let mut con = self.con();
         let mut probe = redis::cmd("SET");
         probe.arg(format!("{}:probe", self.prefix)).arg(1).arg("PX").arg(60_000);
@@ -244,6 +253,7 @@ impl Shared {
         // the pass ends however often entries are marked again meanwhile.
         let upto = self.health.clock();
         let mut first_error = None;
+        *step = "dropping stale lists";
         for list in List::ALL {
             for _ in 0..=MAX_STALE / REPAIR_BATCH {
                 let uids = self.health.some_stale_lists(list, REPAIR_BATCH, upto);
@@ -262,6 +272,7 @@ impl Shared {
                 }
             }
         }
+        *step = "dropping stale timelines";
         for _ in 0..=MAX_STALE / REPAIR_BATCH {
             let uids = self.health.some_stale_timelines(REPAIR_BATCH, upto);
             if uids.is_empty() {
@@ -272,8 +283,10 @@ impl Shared {
             self.health.timelines_fresh(&uids, since);
         }
         if let Some(e) = first_error {
+            *step = "dropping stale lists";
             return Err(e);
         }
+        *step = "CLUSTER INFO";
         if !self.masters().is_empty() {
             // Every slot served, as the cluster sees itself.
             let info: String = self
@@ -288,6 +301,7 @@ impl Shared {
             }
         }
         if let Some(loss) = self.health.all_timelines_lost() {
+            *step = "dropping every timeline";
             self.drop_timelines().await?;
             self.health.timelines_dropped(loss);
         }
