@@ -6,11 +6,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 
 use kith_store::{Degree, Engine, Post};
 use prometheus::Registry;
-use tokio::sync::{Mutex as AsyncMutex, Notify, mpsc};
+use tokio::sync::{Mutex as AsyncMutex, Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::cache::{Backend, Target};
@@ -119,6 +119,10 @@ pub struct Feed {
     fanout: mpsc::Sender<FanJob>,
     depth: Arc<AtomicI64>,
     idle: Arc<Notify>,
+    /// Fan-out jobs running (each holds the feed until it ends).
+    running: Arc<AtomicUsize>,
+    /// Set when the background tasks are to stop (they end between rounds).
+    stop: watch::Sender<bool>,
     closing: AtomicBool,
     tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
     to_delete: AsyncMutex<Vec<PathBuf>>,
@@ -272,6 +276,8 @@ impl Feed {
             fanout: tx,
             depth: Arc::new(AtomicI64::new(0)),
             idle: Arc::new(Notify::new()),
+            running: Arc::new(AtomicUsize::new(0)),
+            stop: watch::Sender::new(false),
             closing: AtomicBool::new(false),
             tasks: std::sync::Mutex::new(Vec::new()),
             to_delete: AsyncMutex::new(Vec::new()),

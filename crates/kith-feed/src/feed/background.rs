@@ -27,6 +27,8 @@ const REPAIR_EVERY: Duration = Duration::from_secs(1);
 /// The longest wait between retries of failed fan-out: timelines lag the store by about
 /// this much after an outage of the store or the cache ends.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// The longest a shutdown waits for a background task or a fan-out job to end.
+const STOP_LIMIT: Duration = Duration::from_secs(30);
 
 impl Feed {
     pub(super) async fn enqueue(&self, job: FanJob) {
@@ -39,20 +41,29 @@ impl Feed {
 
     pub(super) async fn dispatch(feed: Arc<Feed>, mut rx: mpsc::Receiver<FanJob>) {
         let permits = Arc::new(Semaphore::new(feed.config.fanout_concurrency.max(1)));
-        while let Some(job) = rx.recv().await {
+        loop {
+            // Jobs still queued when the feed stops are left: their posts stay open, and
+            // whoever takes the number over redoes them from the watermark.
+            let job = tokio::select! {
+                job = rx.recv() => job,
+                () = feed.stopped() => None,
+            };
+            let Some(job) = job else { return };
             let permit = permits.clone().acquire_owned().await.expect("never closed");
-            let feed = feed.clone();
-            let (depth, idle, gauge) =
-                (feed.depth.clone(), feed.idle.clone(), feed.metrics.fanout_depth.clone());
+            feed.running.fetch_add(1, Ordering::SeqCst);
+            let running = Running { feed: Some(feed.clone()), _permit: permit };
             tokio::spawn(async move {
-                feed.run_or_keep(job).await;
-                // The job lets go of the feed before it counts as done, so a shutdown that
-                // drained the queue leaves no job holding the store open.
-                drop(feed);
-                drop(permit);
-                job_done(&depth, &idle, &gauge);
+                if let Some(feed) = &running.feed {
+                    feed.run_or_keep(job).await;
+                }
             });
         }
+    }
+
+    /// Until [`Feed::stop_tasks`] is called; at once if it was.
+    pub(super) async fn stopped(&self) {
+        let mut stop = self.stop.subscribe();
+        let _ = stop.wait_for(|stopped| *stopped).await;
     }
 
     /// Runs a job; a job that fails is kept for the keeper to retry, and its post stays
@@ -141,7 +152,10 @@ impl Feed {
         let mut tick = tokio::time::interval(KEEP_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = feed.stopped() => return,
+            }
             if Instant::now() >= next_orphans {
                 next_orphans = Instant::now() + ORPHANS_EVERY;
                 if let Err(e) = feed.adopt_orphans().await {
@@ -196,7 +210,10 @@ impl Feed {
         let mut tick = tokio::time::interval(RENEW_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = feed.stopped() => return,
+            }
             let sent = feed.started.elapsed();
             let (f, server) = (feed.clone(), feed.server);
             let renewal = blocking(move || -> kith_store::Result<bool> {
@@ -320,21 +337,27 @@ impl Feed {
         blocking(move || marks.persist(engine.as_ref())).await
     }
 
-    /// Stops the background tasks and waits until the runtime has dropped them: an aborted
-    /// task lets go of the feed (and the store under it) only then, and the store must be
-    /// free to open again once the feed is shut.
+    /// Stops the background tasks and waits until they and every running fan-out job have
+    /// ended: each ends between rounds, so a call to the store it made (which holds the
+    /// store) is over, and the store is free to open again once the feed is shut. A task
+    /// still running after [`STOP_LIMIT`] is aborted.
     pub(super) async fn stop_tasks(&self) {
+        self.stop.send_replace(true);
         let tasks: Vec<_> = self
             .tasks
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .drain(..)
             .collect();
-        for t in &tasks {
-            t.abort();
+        let ends = Instant::now() + STOP_LIMIT;
+        for mut t in tasks {
+            if tokio::time::timeout_at(ends, &mut t).await.is_err() {
+                eprintln!("kith feed: a background task did not stop within {STOP_LIMIT:?}");
+                t.abort();
+            }
         }
-        for t in tasks {
-            let _ = t.await;
+        while self.running.load(Ordering::SeqCst) > 0 && Instant::now() < ends {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
@@ -353,7 +376,10 @@ impl Feed {
         let mut tick = tokio::time::interval(feed.config.flush_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = feed.stopped() => return,
+            }
             if (feed.pending_posts() > 0 || feed.shared_writeback)
                 && let Err(e) = feed.flush().await
             {
@@ -443,5 +469,27 @@ fn job_done(depth: &AtomicI64, idle: &Notify, gauge: &prometheus::IntGauge) {
     gauge.dec();
     if depth.fetch_sub(1, Ordering::SeqCst) == 1 {
         idle.notify_waiters();
+    }
+}
+
+/// A running fan-out job's hold on the feed and on a permit: when the job ends, however it
+/// ends, the feed is let go first, then the job counts as done.
+struct Running {
+    feed: Option<Arc<Feed>>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(feed) = self.feed.take() else { return };
+        let (depth, idle, gauge, running) = (
+            feed.depth.clone(),
+            feed.idle.clone(),
+            feed.metrics.fanout_depth.clone(),
+            feed.running.clone(),
+        );
+        drop(feed);
+        running.fetch_sub(1, Ordering::SeqCst);
+        job_done(&depth, &idle, &gauge);
     }
 }

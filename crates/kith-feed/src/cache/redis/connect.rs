@@ -98,6 +98,7 @@ impl Redis {
             open_after: config.redis_response_timeout * 2,
             probe_interval: config.redis_probe_interval,
             health: Health::default(),
+            past_breaker: Default::default(),
             near: near::Near::new(config.near_bytes, config.near_friends_ttl),
         });
         if let Target::Cluster(_) = target {

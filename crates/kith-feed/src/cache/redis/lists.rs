@@ -5,12 +5,16 @@
 //! copied in this process (`near.rs`).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use redis::{AsyncCommands, RedisResult};
 
 use super::{LUA_FRIENDS_DROP, Redis, Shared, VERSION_TTL};
 use crate::cache::List;
 use crate::error::Result;
+
+/// List drops sent past an open circuit that may wait at once (each within the deadline).
+const PAST_BREAKER: usize = 64;
 
 impl Redis {
     /// A miss, without asking Redis, for a list whose invalidation failed.
@@ -110,13 +114,19 @@ impl Redis {
     /// breaker and within the deadline, not waited for: on a master that answers it lands
     /// at once. A list on a master that does not answer cannot be read there either; the
     /// probe deletes it once that master answers, or the watcher once a replica took over.
+    /// At most [`PAST_BREAKER`] such drops wait at once; beyond that the probe's are left.
     fn drop_past_the_breaker(&self, list: List, uids: &[u64]) {
         let (shared, uids) = (self.shared.clone(), uids.to_vec());
+        if shared.past_breaker.fetch_add(1, Ordering::SeqCst) >= PAST_BREAKER {
+            shared.past_breaker.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
         let since = shared.health.clock();
         tokio::spawn(async move {
             if shared.bounded("drop lists", shared.drop_lists(list, &uids)).await.is_ok() {
                 shared.health.lists_fresh(list, &uids, since);
             }
+            shared.past_breaker.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }

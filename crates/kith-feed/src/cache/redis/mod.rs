@@ -100,6 +100,8 @@ struct Shared {
     health: Health,
     /// This process's copies of posts and (when asked for) friend lists.
     near: near::Near,
+    /// List drops sent past an open circuit and not answered yet (`lists.rs`).
+    past_breaker: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Redis {
