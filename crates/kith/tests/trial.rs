@@ -26,12 +26,12 @@ fn every_nemesis_once_finds_no_anomaly_kith_guarantees() {
         "8",
         "--settle-s",
         "2",
-        // Push and hybrid feeds, and shared write-back, do not hold every kind yet under
-        // faults (docs/service.md, "What does not hold yet"); pull feeds with cache-aside do.
+        // Every feed strategy and both caches, in turn over the nemeses (each combination
+        // twice over the thirteen).
         "--feed",
-        "pull",
+        "pull,push,hybrid",
         "--cache",
-        "aside",
+        "aside,write-back",
         "--out",
         common::p(&out),
     ];
