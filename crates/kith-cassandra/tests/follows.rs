@@ -2,10 +2,12 @@
 //! and before the follower index did) are finished by the store's repair, and by any read of
 //! the followers, on a real cluster: the follower lists and counts agree with the edges.
 
-use kith_cassandra::{BuildConfig, CassandraOptions, build, drop_store, testing};
+use std::sync::{Arc, Mutex};
+
+use kith_cassandra::{BuildConfig, CassandraOptions, CassandraStore, build, drop_store, testing};
 use kith_graph::Graph;
 use kith_layout::Layout;
-use kith_store::{Engine, LayoutMeta};
+use kith_store::{Engine, Fence, IdempotencyRecord, LayoutMeta};
 use scylla::client::session_builder::SessionBuilder;
 
 /// The stored form of a uid (bigint, order kept).
@@ -144,5 +146,95 @@ fn follow_edits_left_half_done_are_repaired() {
         assert_eq!(round(true, 7, None).await, (false, Some(8)), "7 late: not again");
     });
     drop(store);
+    drop_store(&options).unwrap();
+}
+
+/// What runs, once, the first time a fence checks the key's record: another attempt's work,
+/// done while this one is between that check and its write.
+type Between = Mutex<Option<Box<dyn FnOnce() + Send>>>;
+static BETWEEN: Between = Mutex::new(None);
+
+/// A claim (result 2, as the feed writes) is not an answer; the first check runs
+/// [`BETWEEN`] and answers "not answered", as the record read then held.
+fn answered_after_between(r: &IdempotencyRecord) -> bool {
+    let between = BETWEEN.lock().unwrap().take();
+    if let Some(f) = between {
+        f();
+        return false;
+    }
+    r.result.first() != Some(&2)
+}
+
+fn record(key: &str, result: Vec<u8>) -> IdempotencyRecord {
+    let expires_ms = now_ms() as u64 + 600_000;
+    IdempotencyRecord { key: key.to_string(), fingerprint: 7, expires_ms, result }
+}
+
+/// Another server's attempt of the request: it writes the edge, answers, and the client
+/// then writes the edge back.
+fn another_attempt(other: &Arc<CassandraStore>, key: &'static str, uid: u64, t: u64, on: bool) {
+    let other = other.clone();
+    let work = move || {
+        let flip = |on: bool| {
+            if on { other.follow(uid, &[t]) } else { other.unfollow(uid, t, None).map(|_| ()) }
+        };
+        flip(on).unwrap();
+        other.put_idempotency_record(&record(key, Vec::new())).unwrap();
+        flip(!on).unwrap();
+    };
+    *BETWEEN.lock().unwrap() = Some(Box::new(move || std::thread::spawn(work).join().unwrap()));
+}
+
+/// One attempt of a keyed follow held between its check of the key and its edge write (a
+/// paused server), while another server's attempt applies the request and answers and the
+/// client writes the edge back: the held attempt applies nothing when it goes on, and the
+/// client's write stands. Reading the record only before the write (the default) fails it.
+#[test]
+fn an_attempt_held_past_anothers_answer_does_not_undo_the_next_write() {
+    let ks = testing::keyspace("fenced");
+    let options = CassandraOptions::new(testing::hosts(), &ks);
+    let graph = Graph::from_edges(vec![20, 21, 22, 23], false, vec![]);
+    let layout = Layout::identity(graph.num_nodes());
+    let (store, _) =
+        build(&options, &graph, &layout, LayoutMeta::default(), &BuildConfig::default()).unwrap();
+    let other = Arc::new(CassandraStore::open(&options).unwrap());
+    let (a, b, c, d) = (20u64, 21u64, 22u64, 23u64);
+    let fence = |key, taken_over| Fence {
+        key,
+        answered: answered_after_between,
+        refused: |r: &IdempotencyRecord| r.result.first() == Some(&3),
+        taken_over,
+    };
+
+    store.put_idempotency_record(&record("follow-held", vec![2])).unwrap();
+    another_attempt(&other, "follow-held", a, b, true);
+    assert_eq!(store.follow_unless_answered(a, &[b], fence("follow-held", false)).unwrap(), None);
+    assert!(store.followees(a, 0, 10).unwrap().is_empty(), "the client's unfollow stands");
+    assert!(store.followers(b, 0, 10).unwrap().is_empty());
+
+    store.follow(a, &[b]).unwrap();
+    store.put_idempotency_record(&record("unfollow-held", vec![2])).unwrap();
+    another_attempt(&other, "unfollow-held", a, b, false);
+    let held = store.unfollow_unless_answered(a, b, None, fence("unfollow-held", false));
+    assert_eq!(held.unwrap(), None);
+    assert_eq!(store.followees(a, 0, 10).unwrap(), [b], "the client's follow stands");
+    assert_eq!(store.followers(b, 0, 10).unwrap(), [a]);
+
+    // An attempt that took over from one that claimed the key and followed c, but did not
+    // answer, counts c as followed and follows the rest.
+    store.follow(a, &[c]).unwrap();
+    store.put_idempotency_record(&record("taken-over", vec![2])).unwrap();
+    let got = store.follow_unless_answered(a, &[c, d], fence("taken-over", true)).unwrap();
+    assert_eq!(got, Some(()));
+    assert_eq!(store.followees(a, 0, 10).unwrap(), [b, c, d]);
+    // Not taken over, the same finds c followed: a refusal, and d is left alone.
+    store.unfollow(a, d, None).unwrap();
+    let refused = store.follow_unless_answered(a, &[d, c], fence("taken-over", false));
+    assert!(
+        matches!(refused, Err(kith_store::Error::AlreadyFollowing { target, .. }) if target == c)
+    );
+    assert_eq!(store.followees(a, 0, 10).unwrap(), [b, c]);
+    drop(store);
+    drop(other);
     drop_store(&options).unwrap();
 }

@@ -350,6 +350,41 @@ pub trait Engine: Send + Sync + Debug {
     /// [`Engine::follow`] with an idempotency record stored atomically with the follows.
     fn follow_recorded(&self, uid: u64, targets: &[u64], record: &IdempotencyRecord) -> Result<()>;
 
+    /// [`Engine::follow`] for one attempt of a keyed request whose other attempts may run
+    /// on other servers: `None`, and nothing of it left applied, once `fence` finds another
+    /// attempt's answer as an edge write is about to go (a success answer leaves the edges
+    /// this attempt switched, which that answer may count; a refusal has them undone).
+    /// Without this check an attempt delayed past another's answer, and past the client's
+    /// next write of the edge, undoes that write. By default the record is read once, just
+    /// before the follow; a store that switches edges by condition reads it between the
+    /// edge's read and its conditioned write, so that a write the check let through
+    /// applies only if the edge has not changed since, and loses to any later write.
+    fn follow_unless_answered(
+        &self,
+        uid: u64,
+        targets: &[u64],
+        fence: crate::Fence<'_>,
+    ) -> Result<Option<()>> {
+        if self.idempotency_record(fence.key)?.is_some_and(|r| (fence.answered)(&r)) {
+            return Ok(None);
+        }
+        self.follow(uid, targets).map(Some)
+    }
+
+    /// [`Engine::unfollow`] as [`Engine::follow_unless_answered`] does a follow.
+    fn unfollow_unless_answered(
+        &self,
+        uid: u64,
+        target: u64,
+        repush_at: Option<u64>,
+        fence: crate::Fence<'_>,
+    ) -> Result<Option<(u64, u64)>> {
+        if self.idempotency_record(fence.key)?.is_some_and(|r| (fence.answered)(&r)) {
+            return Ok(None);
+        }
+        self.unfollow(uid, target, repush_at).map(Some)
+    }
+
     /// [`Engine::unfollow`] with an idempotency record stored atomically with the change.
     fn unfollow_recorded(
         &self,

@@ -47,6 +47,22 @@ pub struct IdempotencyRecord {
     pub result: Vec<u8>,
 }
 
+/// What one attempt of a keyed follow or unfollow checks before each edge it writes, when
+/// other attempts of the request may run on other servers (see
+/// [`Engine::follow_unless_answered`](crate::Engine::follow_unless_answered)).
+#[derive(Clone, Copy, Debug)]
+pub struct Fence<'a> {
+    /// The request's idempotency key.
+    pub key: &'a str,
+    /// Whether a record found under the key is another attempt's answer.
+    pub answered: fn(&IdempotencyRecord) -> bool,
+    /// Whether such an answer is a refusal, which applied nothing.
+    pub refused: fn(&IdempotencyRecord) -> bool,
+    /// Whether this attempt took over from another that claimed the key and did not answer:
+    /// a target found followed already then counts as that attempt's, not as a refusal.
+    pub taken_over: bool,
+}
+
 fn record_key(key: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + key.len());
     k.push(RECORD);

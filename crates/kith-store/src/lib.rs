@@ -84,7 +84,7 @@ mod write;
 pub use engine::{Engine, FriendsData, LayoutAdmin, ReadLevel};
 pub use error::{Error, Result};
 pub use feed_db::{Degree, MAX_FOLLOW_TARGETS, check_follow_targets};
-pub use feed_log::{IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
+pub use feed_log::{Fence, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
 pub use page::{FriendsPage, UsersCursor, UsersPage, friends_page};
 pub use paths::{DEFAULT_TRAVERSAL_BUDGET, MAX_NEIGHBORHOOD_HOPS, MAX_PATH_HOPS, Neighborhood};
 pub use post::Post;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kith_store::{
-    Degree, Engine, IdempotencyRecord, Post, Profile, ReadLevel, Result, User, UserWrite,
+    Degree, Engine, Fence, IdempotencyRecord, Post, Profile, ReadLevel, Result, User, UserWrite,
     UsersCursor, UsersPage,
 };
 
@@ -94,11 +94,30 @@ impl Engine for CassandraStore {
     }
 
     fn follow(&self, uid: u64, targets: &[u64]) -> Result<()> {
-        self.follow_impl(uid, targets, None)
+        self.follow_impl(uid, targets, None, None).map(|_| ())
     }
 
     fn unfollow(&self, uid: u64, target: u64, repush_at: Option<u64>) -> Result<(u64, u64)> {
-        self.unfollow_impl(uid, target, repush_at, None)
+        Ok(self.unfollow_impl(uid, target, repush_at, None, None)?.unwrap_or_default())
+    }
+
+    fn follow_unless_answered(
+        &self,
+        uid: u64,
+        targets: &[u64],
+        fence: Fence<'_>,
+    ) -> Result<Option<()>> {
+        self.follow_impl(uid, targets, None, Some(fence))
+    }
+
+    fn unfollow_unless_answered(
+        &self,
+        uid: u64,
+        target: u64,
+        repush_at: Option<u64>,
+        fence: Fence<'_>,
+    ) -> Result<Option<(u64, u64)>> {
+        self.unfollow_impl(uid, target, repush_at, None, Some(fence))
     }
 
     fn followees(&self, uid: u64, offset: usize, limit: usize) -> Result<Vec<u64>> {
@@ -210,7 +229,7 @@ impl Engine for CassandraStore {
     }
 
     fn follow_recorded(&self, uid: u64, targets: &[u64], record: &IdempotencyRecord) -> Result<()> {
-        self.follow_impl(uid, targets, Some(record))
+        self.follow_impl(uid, targets, Some(record), None).map(|_| ())
     }
 
     fn unfollow_recorded(
@@ -220,6 +239,6 @@ impl Engine for CassandraStore {
         repush_at: Option<u64>,
         record: &IdempotencyRecord,
     ) -> Result<(u64, u64)> {
-        self.unfollow_impl(uid, target, repush_at, Some(record))
+        Ok(self.unfollow_impl(uid, target, repush_at, Some(record), None)?.unwrap_or_default())
     }
 }

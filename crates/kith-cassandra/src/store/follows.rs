@@ -25,7 +25,7 @@
 //! from these rows, so they equal the lists.
 
 use futures_util::{StreamExt, TryStreamExt};
-use kith_store::{Degree, Error as StoreError, IdempotencyRecord, Result};
+use kith_store::{Degree, Error as StoreError, Fence, IdempotencyRecord, Result};
 use scylla::statement::Consistency;
 use scylla::statement::prepared::PreparedStatement;
 
@@ -66,6 +66,9 @@ enum Switched {
     /// once: it may have applied before that edit (in a round whose answer was lost) or
     /// never.
     Unknown,
+    /// Another attempt of the request answered (with a refusal, or not) before this round
+    /// went: it was not sent.
+    Answered { refused: bool },
 }
 
 /// A round's answer: whether it applied, the last edit it found if not, and how many
@@ -129,74 +132,102 @@ impl CassandraStore {
         Ok(self.wait(self.degrees(&[uid]))?[0])
     }
 
+    /// A follow (see [`kith_store::Engine::follow_unless_answered`] for `fence`); `None`
+    /// when the fence found another attempt's answer.
     pub(crate) fn follow_impl(
         &self,
         uid: u64,
         targets: &[u64],
         record: Option<&IdempotencyRecord>,
-    ) -> Result<()> {
+        fence: Option<Fence<'_>>,
+    ) -> Result<Option<()>> {
         kith_store::check_follow_targets(uid, targets)?;
         let _one = self.follow_lock();
+        let taken_over = fence.is_some_and(|f| f.taken_over);
         self.wait(async {
             let intents = self.intend(uid, targets).await?;
             let mut taken: Vec<(u64, i64)> = Vec::new();
             for &t in targets {
-                let (outcome, mine) = self.switch(true, uid, t).await?;
-                if outcome != Switched::Applied {
-                    // All or none: undo the ones taken (an edge another edit changed since
-                    // is left to it).
-                    for &(d, edit) in &taken {
-                        let undo = i(super::intents::rand_nonce());
-                        self.switch_round(false, uid, d, Some(edit), undo).await?;
+                let (outcome, mine) = self.switch(true, uid, t, fence).await?;
+                match outcome {
+                    Switched::Applied => {
+                        taken.push((t, mine));
+                        continue;
                     }
-                    if outcome == Switched::Unknown {
-                        // The intents stay for the repair to settle.
-                        return Err(unknown(uid, t));
+                    // Followed by the attempt this one took over from, which did not answer.
+                    Switched::Refused if taken_over => continue,
+                    // The answer may count the edges this attempt switched: they stay.
+                    Switched::Answered { refused: false } => {
+                        let done: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
+                        self.index(uid, &done, None, None).await?;
+                        self.forget(&intents).await;
+                        return Ok(None);
                     }
-                    // Then the index rows of those and of the edge found on: the edit that
-                    // switched it may not have written its row yet, and a refusal (or a
-                    // retry answered by it) must not be seen before that row.
-                    let mut taken: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
-                    taken.push(t);
-                    self.index(uid, &taken, None, None).await?;
-                    self.forget(&intents).await;
-                    return Err(StoreError::AlreadyFollowing { uid, target: t });
+                    _ => {}
                 }
-                taken.push((t, mine));
+                // All or none: undo the ones taken (an edge another edit changed since is
+                // left to it).
+                for &(d, edit) in &taken {
+                    let undo = i(super::intents::rand_nonce());
+                    self.switch_round(false, uid, d, Some(edit), undo).await?;
+                }
+                if outcome == Switched::Unknown {
+                    // The intents stay for the repair to settle.
+                    return Err(unknown(uid, t));
+                }
+                // Then the index rows of those and of the edge found on: the edit that
+                // switched it may not have written its row yet, and a refusal (or a retry
+                // answered by it) must not be seen before that row.
+                let mut settle: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
+                settle.push(t);
+                self.index(uid, &settle, None, None).await?;
+                self.forget(&intents).await;
+                if matches!(outcome, Switched::Answered { .. }) {
+                    return Ok(None);
+                }
+                return Err(StoreError::AlreadyFollowing { uid, target: t });
             }
             self.index(uid, targets, None, record).await?;
             self.forget(&intents).await;
-            Ok(())
+            Ok(Some(()))
         })
     }
 
+    /// An unfollow (see [`kith_store::Engine::unfollow_unless_answered`] for `fence`);
+    /// `None` when the fence found another attempt's answer.
     pub(crate) fn unfollow_impl(
         &self,
         uid: u64,
         target: u64,
         repush_at: Option<u64>,
         record: Option<&IdempotencyRecord>,
-    ) -> Result<(u64, u64)> {
+        fence: Option<Fence<'_>>,
+    ) -> Result<Option<(u64, u64)>> {
         let _one = self.follow_lock();
         self.wait(async {
             self.finish_pending(target).await?;
             let before = self.count(&self.fixed.followers_count, target).await?;
             let intents = self.intend(uid, &[target]).await?;
-            let (outcome, _) = self.switch(false, uid, target).await?;
-            if outcome == Switched::Unknown {
-                return Err(unknown(uid, target));
-            }
-            if outcome == Switched::Refused {
-                // As for a follow refused: the edit that switched it off may not have
-                // deleted its row yet.
-                self.index(uid, &[target], None, None).await?;
-                self.forget(&intents).await;
-                return Err(StoreError::NotFollowing { uid, target });
+            let (outcome, _) = self.switch(false, uid, target, fence).await?;
+            match outcome {
+                Switched::Unknown => return Err(unknown(uid, target)),
+                Switched::Answered { .. } => {
+                    self.forget(&intents).await;
+                    return Ok(None);
+                }
+                Switched::Refused => {
+                    // As for a follow refused: the edit that switched it off may not have
+                    // deleted its row yet.
+                    self.index(uid, &[target], None, None).await?;
+                    self.forget(&intents).await;
+                    return Err(StoreError::NotFollowing { uid, target });
+                }
+                Switched::Applied | Switched::Moved => {}
             }
             let repush = repush_at.is_some_and(|t| before == t + 1).then(|| self.next_token());
             self.index(uid, &[target], repush.map(|token| (target, token)), record).await?;
             self.forget(&intents).await;
-            Ok((before, before.saturating_sub(1)))
+            Ok(Some((before, before.saturating_sub(1))))
         })
     }
 
@@ -212,10 +243,26 @@ impl CassandraStore {
 
     /// Switches the edge uid → target `on` or off as a new edit, from the edit it reads
     /// first: applied (with the edit's id), refused (already so), or unknown. An edit that
-    /// came between the read and a round sent once is read and followed in turn.
-    async fn switch(&self, on: bool, uid: u64, target: u64) -> Result<(Switched, i64)> {
+    /// came between the read and a round sent once is read and followed in turn. With a
+    /// `fence`, each round goes only if, read after the edge, no other attempt of the
+    /// request has answered: the round is conditioned on the edit read, so one held back
+    /// past such an answer (by a pause of this process, or of a node) applies only if the
+    /// edge has not changed since, which the client's next write of it would have done.
+    async fn switch(
+        &self,
+        on: bool,
+        uid: u64,
+        target: u64,
+        fence: Option<Fence<'_>>,
+    ) -> Result<(Switched, i64)> {
         for _ in 0..MOVED_TRIES {
             let from = self.edge(uid, target, false).await?.edit;
+            if let Some(f) = fence
+                && let Some(r) = self.stored_record(f.key).await?
+                && (f.answered)(&r)
+            {
+                return Ok((Switched::Answered { refused: (f.refused)(&r) }, 0));
+            }
             let mine = i(super::intents::rand_nonce());
             match self.switch_round(on, uid, target, from, mine).await? {
                 Switched::Moved => continue,

@@ -1,8 +1,7 @@
 //! Follows: following (all targets or none) with a backfill of the targets' recent posts,
 //! unfollowing with their removal, and the follow lists.
 
-use kith_store::IdempotencyRecord;
-
+use super::idempotent::Once;
 use super::{FanJob, Feed, Follows};
 use crate::config::Strategy;
 use crate::error::Result;
@@ -12,16 +11,17 @@ impl Feed {
     /// Makes `uid` follow `targets` (all or none), then backfills their recent posts into
     /// the user's timeline.
     pub async fn follow(&self, uid: u64, targets: Vec<u64>) -> Result<()> {
-        self.follow_recording(uid, targets, None).await
+        self.follow_once(uid, targets, Once::Free).await.map(|_| ())
     }
 
-    /// [`Feed::follow`], storing `record` atomically with the follows.
-    pub(super) async fn follow_recording(
+    /// [`Feed::follow`] as `once` says; `false` when a fence found another attempt's answer
+    /// (nothing of this one is left applied that the answer does not count).
+    pub(super) async fn follow_once(
         &self,
         uid: u64,
         targets: Vec<u64>,
-        record: Option<IdempotencyRecord>,
-    ) -> Result<()> {
+        once: Once,
+    ) -> Result<bool> {
         if targets.contains(&uid) {
             return Err(kith_store::Error::SelfFollow(uid).into());
         }
@@ -30,9 +30,12 @@ impl Feed {
         self.require_users(all).await?;
         let engine = self.engine.clone();
         let t = targets.clone();
-        let stored = blocking(move || match record {
-            Some(r) => engine.follow_recorded(uid, &t, &r),
-            None => engine.follow(uid, &t),
+        let stored = blocking(move || match once {
+            Once::Free => engine.follow(uid, &t).map(Some),
+            Once::Recorded(r) => engine.follow_recorded(uid, &t, &r).map(Some),
+            Once::Fenced { key, taken_over } => {
+                engine.follow_unless_answered(uid, &t, Once::fence(&key, taken_over))
+            }
         })
         .await;
         // Whatever the store answered: a write that failed after its batch applied, or one
@@ -42,8 +45,11 @@ impl Feed {
             // Applied or not, it was not backfilled: the timeline is built again if it was.
             self.backend.timeline_drop(uid).await;
         }
-        stored?;
-        self.backfill(uid, &targets).await
+        if stored?.is_none() {
+            return Ok(false);
+        }
+        self.backfill(uid, &targets).await?;
+        Ok(true)
     }
 
     /// Adds the pushed targets' recent posts to the user's timeline. The follow is stored
@@ -76,29 +82,33 @@ impl Feed {
     /// Makes `uid` stop following `target`, and removes the target's posts from the user's
     /// timeline.
     pub async fn unfollow(&self, uid: u64, target: u64) -> Result<()> {
-        self.unfollow_recording(uid, target, None).await
+        self.unfollow_once(uid, target, Once::Free).await.map(|_| ())
     }
 
-    /// [`Feed::unfollow`], storing `record` atomically with the change.
-    pub(super) async fn unfollow_recording(
-        &self,
-        uid: u64,
-        target: u64,
-        record: Option<IdempotencyRecord>,
-    ) -> Result<()> {
+    /// [`Feed::unfollow`] as `once` says; `false` when a fence found another attempt's
+    /// answer (nothing of this one applied).
+    pub(super) async fn unfollow_once(&self, uid: u64, target: u64, once: Once) -> Result<bool> {
         self.require_users(vec![uid, target]).await?;
         let engine = self.engine.clone();
         // Under hybrid feeds an unfollow that ends the target's celebrity stores, with the
         // unfollow, a pending re-push of its recent posts, redone at open after a crash.
         let t = self.config.celebrity_threshold;
         let repush_at = (self.config.strategy == Strategy::Hybrid).then_some(t);
-        let stored = blocking(move || match record {
-            Some(r) => engine.unfollow_recorded(uid, target, repush_at, &r),
-            None => engine.unfollow(uid, target, repush_at),
+        let stored = blocking(move || match once {
+            Once::Free => engine.unfollow(uid, target, repush_at).map(Some),
+            Once::Recorded(r) => engine.unfollow_recorded(uid, target, repush_at, &r).map(Some),
+            Once::Fenced { key, taken_over } => engine.unfollow_unless_answered(
+                uid,
+                target,
+                repush_at,
+                Once::fence(&key, taken_over),
+            ),
         })
         .await;
         self.invalidate_followees(uid).await;
-        let (before, after) = stored?;
+        let Some((before, after)) = stored? else {
+            return Ok(false);
+        };
         if self.config.strategy != Strategy::Pull {
             // The unfollow is stored, so nothing here fails it. Feed reads leave out posts
             // of authors no longer followed, so a removal that fails costs space and a
@@ -122,7 +132,7 @@ impl Feed {
                 self.enqueue(FanJob::Author { author: target }).await;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Pages of whom `uid` follows and who follows `uid`.

@@ -13,7 +13,7 @@
 //! write run under its stripe of a lock, so concurrent requests with one key apply once.
 //! Records are remembered for `FeedConfig::idempotency_ttl`.
 
-use kith_store::{IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
+use kith_store::{Fence, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES};
 use tokio::sync::Mutex as AsyncMutex;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -45,6 +45,23 @@ const REFUSED_NOT_FOLLOWING: u8 = 4;
 /// that attempt's answer before doing the write itself.
 const OTHER_ATTEMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How a follow or unfollow guards against applying twice.
+pub(super) enum Once {
+    /// Not at all: no idempotency key.
+    Free,
+    /// By a record stored atomically with the write (one process serialises the key).
+    Recorded(IdempotencyRecord),
+    /// By the key's record, read before each edge write, where several servers share the
+    /// store (see [`Fence`]).
+    Fenced { key: String, taken_over: bool },
+}
+
+impl Once {
+    pub(super) fn fence(key: &str, taken_over: bool) -> Fence<'_> {
+        Fence { key, answered, refused: refusal_recorded, taken_over }
+    }
+}
+
 /// The record of a refused follow or unfollow, if `e` is one.
 fn refusal(e: &Error) -> Option<Vec<u8>> {
     let (tag, target) = match e {
@@ -72,8 +89,13 @@ fn refused(uid: u64, first: &[u8]) -> Option<Error> {
     }
 }
 
+/// Whether `r` records a refused follow or unfollow.
+pub(super) fn refusal_recorded(r: &IdempotencyRecord) -> bool {
+    matches!(r.result.first(), Some(&REFUSED_FOLLOWING | &REFUSED_NOT_FOLLOWING))
+}
+
 /// Whether `r` is a live record of an attempt that answered (not a claim).
-fn answered(r: &IdempotencyRecord) -> bool {
+pub(super) fn answered(r: &IdempotencyRecord) -> bool {
     r.expires_ms > now_ms() && r.result.first() != Some(&CLAIMED)
 }
 
@@ -194,20 +216,25 @@ impl Feed {
         };
         let record = self.record(key.clone(), fp, Vec::new());
         if !self.shared_store() {
-            let stored = self.follow_recording(uid, targets, Some(record)).await;
+            let stored = self.follow_once(uid, targets, Once::Recorded(record)).await;
             if let Err(e) = &stored {
                 self.record_refusal(&key, fp, e).await?;
             }
             stored?;
             return Ok(Applied { value: (), replayed: false });
         }
-        if self.answered_elsewhere(&key, fp, uid).await? {
-            self.invalidate_followees(uid).await;
-            self.backfill(uid, &targets).await?;
-            return Ok(Applied { value: (), replayed: true });
-        }
-        match self.follow_recording(uid, targets.clone(), None).await {
-            // The other attempt that claimed the key stored it.
+        // The store reads the key's record before each edge it writes, and writes nothing
+        // more once another attempt has answered (see `kith_store::Fence`).
+        let fenced = Once::Fenced { key: key.clone(), taken_over: claimed };
+        match self.follow_once(uid, targets.clone(), fenced).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.answered_elsewhere(&key, fp, uid).await?;
+                self.backfill(uid, &targets).await?;
+                return Ok(Applied { value: (), replayed: true });
+            }
+            // The other attempt that claimed the key stored it (a store that does not
+            // count a target followed already as that attempt's).
             Err(Error::Store(kith_store::Error::AlreadyFollowing { .. })) if claimed => {
                 self.backfill(uid, &targets).await?
             }
@@ -215,7 +242,6 @@ impl Feed {
                 self.record_refusal(&key, fp, &e).await?;
                 return Err(e);
             }
-            Ok(()) => {}
         }
         self.finish(record).await?;
         Ok(Applied { value: (), replayed: claimed })
@@ -240,24 +266,25 @@ impl Feed {
         };
         let record = self.record(key.clone(), fp, Vec::new());
         if !self.shared_store() {
-            let stored = self.unfollow_recording(uid, target, Some(record)).await;
+            let stored = self.unfollow_once(uid, target, Once::Recorded(record)).await;
             if let Err(e) = &stored {
                 self.record_refusal(&key, fp, e).await?;
             }
             stored?;
             return Ok(Applied { value: (), replayed: false });
         }
-        if self.answered_elsewhere(&key, fp, uid).await? {
-            self.invalidate_followees(uid).await;
-            return Ok(Applied { value: (), replayed: true });
-        }
-        match self.unfollow_recording(uid, target, None).await {
+        let fenced = Once::Fenced { key: key.clone(), taken_over: claimed };
+        match self.unfollow_once(uid, target, fenced).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.answered_elsewhere(&key, fp, uid).await?;
+                return Ok(Applied { value: (), replayed: true });
+            }
             Err(Error::Store(kith_store::Error::NotFollowing { .. })) if claimed => {}
             Err(e) => {
                 self.record_refusal(&key, fp, &e).await?;
                 return Err(e);
             }
-            Ok(()) => {}
         }
         self.finish(record).await?;
         Ok(Applied { value: (), replayed: claimed })
@@ -308,9 +335,7 @@ impl Feed {
     }
 
     /// The result another attempt of this request answered with, if one has (a refusal of a
-    /// follow or unfollow is returned as the error it answered): read just before an attempt
-    /// that waited writes, so that it does not apply a request already answered, after which
-    /// the client may have written the same edge again.
+    /// follow or unfollow is returned as the error it answered).
     async fn answered_elsewhere(&self, key: &str, fp: u64, uid: u64) -> Result<bool> {
         let Some(first) = self.recorded(key, fp).await? else {
             return Ok(false);
