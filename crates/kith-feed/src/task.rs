@@ -15,10 +15,18 @@ where
     E: Into<Error> + Send + 'static,
 {
     let start = std::time::Instant::now();
-    let joined = tokio::task::spawn_blocking(f).await;
+    let joined = tokio::task::spawn_blocking(move || {
+        kith_store::price::take();
+        let done = f();
+        (done, kith_store::price::take())
+    })
+    .await;
     crate::timing::add_store(start.elapsed());
     match joined {
-        Ok(done) => done.map_err(Into::into),
+        Ok((done, spent)) => {
+            crate::timing::add_prices(&spent);
+            done.map_err(Into::into)
+        }
         Err(failed) => Err(Error::TaskFailed(failed.to_string())),
     }
 }
@@ -34,6 +42,7 @@ pub async fn detached<T: Send + 'static>(
         Ok((out, t)) => {
             crate::timing::add_store(t.store);
             crate::timing::add_cache(t.cache);
+            crate::timing::add_prices(&t.prices);
             out
         }
         Err(failed) => Err(Error::TaskFailed(failed.to_string())),

@@ -1,11 +1,14 @@
 //! Where a request's time goes, for its `Server-Timing` header: the time spent waiting on the
 //! storage engine (every blocking call, [`crate::blocking`]) and on Redis (every call through
-//! the breaker), summed per request. Calls made by other tasks (fan-out, write-back) are not
+//! the breaker), summed per request, and of the store's time, what the engine charged to the
+//! steps that buy a guarantee ([`kith_store::price`]). Calls made by other tasks (fan-out, write-back) are not
 //! the request's and are not counted; calls a request makes concurrently each count in full.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::time::Duration;
+
+use kith_store::price::Spent;
 
 /// The time a request spent in each kind of call.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -14,12 +17,15 @@ pub struct Timings {
     pub store: Duration,
     /// Waiting for Redis.
     pub cache: Duration,
+    /// Of the store's time, the engine's steps per [`kith_store::price::Price`].
+    pub prices: Spent,
 }
 
 #[derive(Default)]
 struct Spans {
     store: Cell<Duration>,
     cache: Cell<Duration>,
+    prices: Cell<Spent>,
 }
 
 tokio::task_local! {
@@ -31,7 +37,11 @@ pub async fn timed<F: Future>(f: F) -> (F::Output, Timings) {
     SPANS
         .scope(Spans::default(), async move {
             let out = f.await;
-            let t = SPANS.with(|s| Timings { store: s.store.get(), cache: s.cache.get() });
+            let t = SPANS.with(|s| Timings {
+                store: s.store.get(),
+                cache: s.cache.get(),
+                prices: s.prices.get(),
+            });
             (out, t)
         })
         .await
@@ -40,6 +50,17 @@ pub async fn timed<F: Future>(f: F) -> (F::Output, Timings) {
 /// Counts `d` as store time of the current request, if the task is one.
 pub(crate) fn add_store(d: Duration) {
     let _ = SPANS.try_with(|s| s.store.set(s.store.get() + d));
+}
+
+/// Counts the engine's steps as the current request's, if the task is one.
+pub(crate) fn add_prices(spent: &Spent) {
+    let _ = SPANS.try_with(|s| {
+        let mut all = s.prices.get();
+        for (a, d) in all.iter_mut().zip(spent) {
+            *a += *d;
+        }
+        s.prices.set(all);
+    });
 }
 
 /// Counts `d` as cache time of the current request, if the task is one.
@@ -75,6 +96,19 @@ mod tests {
             "{t:?}"
         );
         assert_eq!(t.cache, Duration::ZERO);
+        // The engine's steps are the request's too.
+        let ((), t) = timed(async {
+            crate::blocking(|| -> crate::Result<()> {
+                let _s = kith_store::price::step(kith_store::price::Price::Edge);
+                std::thread::sleep(Duration::from_millis(20));
+                Ok(())
+            })
+            .await
+            .unwrap();
+        })
+        .await;
+        let edge = t.prices[kith_store::price::Price::Edge as usize];
+        assert!(edge >= Duration::from_millis(20) && edge <= t.store, "{t:?}");
         // Outside a request nothing is counted, and nothing fails.
         crate::blocking(|| -> crate::Result<()> { Ok(()) }).await.unwrap();
     }

@@ -7,7 +7,7 @@ use axum::http::{HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
 };
 
 /// The HTTP metrics.
@@ -15,6 +15,7 @@ use prometheus::{
 pub struct HttpMetrics {
     requests: IntCounterVec,
     latency: HistogramVec,
+    parts: CounterVec,
 }
 
 impl HttpMetrics {
@@ -35,9 +36,20 @@ impl HttpMetrics {
             &["route", "method"],
         )
         .expect("valid metric");
+        let parts = CounterVec::new(
+            Opts::new(
+                "kith_http_time_seconds_total",
+                "Time requests spent, by route, method and part: store and cache (waiting on \
+                 them), and of the store's time the steps that buy a guarantee (key-claim, \
+                 key-read, key-finish, edge, intent, index)",
+            ),
+            &["route", "method", "part"],
+        )
+        .expect("valid metric");
         let _ = registry.register(Box::new(requests.clone()));
         let _ = registry.register(Box::new(latency.clone()));
-        HttpMetrics { requests, latency }
+        let _ = registry.register(Box::new(parts.clone()));
+        HttpMetrics { requests, latency, parts }
     }
 }
 
@@ -63,7 +75,9 @@ pub fn method_label(method: &Method) -> &'static str {
 /// milliseconds (Twibo's per-request timers). `store` is the time spent waiting on the
 /// storage engine and `cache` on Redis, summed over the request's calls
 /// ([`kith_feed::timing`]); `total` is the handler's whole time, the body's transfer
-/// excluded.
+/// excluded. Then, of the store's time, each guarantee's step the engine charged
+/// (`key-claim;dur=…`, [`kith_store::price`]), where not zero. The store and cache time
+/// and the steps' are also summed per route in `kith_http_time_seconds_total`.
 pub async fn track(State(m): State<HttpMetrics>, req: Request, next: Next) -> Response {
     // A cheap clone (an Arc), no string copies on the hot path.
     let route = req.extensions().get::<MatchedPath>().cloned();
@@ -76,12 +90,24 @@ pub async fn track(State(m): State<HttpMetrics>, req: Request, next: Next) -> Re
     m.latency.with_label_values(&labels).observe(total.as_secs_f64());
     m.requests.with_label_values(&[route, method, response.status().as_str()]).inc();
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-    let value = format!(
+    let mut value = format!(
         "store;dur={:.3}, cache;dur={:.3}, total;dur={:.3}",
         ms(spans.store),
         ms(spans.cache),
         ms(total)
     );
+    let parts = [("store", spans.store), ("cache", spans.cache)]
+        .into_iter()
+        .chain(kith_store::price::Price::ALL.iter().map(|p| (p.name(), spans.prices[*p as usize])));
+    for (i, (part, d)) in parts.enumerate() {
+        if d.is_zero() {
+            continue;
+        }
+        m.parts.with_label_values(&[route, method, part]).inc_by(d.as_secs_f64());
+        if i >= 2 {
+            value.push_str(&format!(", {part};dur={:.3}", ms(d)));
+        }
+    }
     if let Ok(v) = HeaderValue::from_str(&value) {
         response.headers_mut().insert(SERVER_TIMING, v);
     }

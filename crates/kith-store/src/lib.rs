@@ -66,6 +66,7 @@ mod page;
 mod page_model;
 mod paths;
 mod post;
+pub mod price;
 mod progress;
 mod read;
 mod record;

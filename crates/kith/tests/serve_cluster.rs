@@ -73,9 +73,23 @@ fn any_server_answers_like_the_others() {
     let (s, r) =
         body(http.post(a.url("/users/7/follow")).json(&json!({"targets": [8, 9]})).send().unwrap());
     assert_eq!(s, 200, "{r}");
-    let (s, r) =
-        body(http.post(b.url("/users/10/follow")).json(&json!({"targets": [8]})).send().unwrap());
-    assert_eq!(s, 200, "{r}");
+    // Keyed, it says what its guarantees cost: the key's claim, the fence's read of the key,
+    // its finish, the edge's transaction, the intent and the index, within the store's time.
+    let r = http
+        .post(b.url("/users/10/follow"))
+        .header("Idempotency-Key", "cluster-follow-10")
+        .json(&json!({"targets": [8]}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let timing = r.headers()["server-timing"].to_str().unwrap().to_owned();
+    let dur = |name: &str| -> f64 {
+        let entry = timing.split(", ").find(|e| e.starts_with(&format!("{name};")));
+        entry.map_or(0.0, |e| e.split("dur=").nth(1).unwrap().parse().unwrap())
+    };
+    let parts = ["key-claim", "key-read", "key-finish", "edge", "intent", "index"];
+    assert!(parts.iter().all(|p| dur(p) > 0.0), "{timing}");
+    assert!(parts.iter().map(|p| dur(p)).sum::<f64>() <= dur("store") + 0.01, "{timing}");
     for s in [a, b, c] {
         let (_, f) = body(http.get(s.url("/users/8/follows")).send().unwrap());
         assert_eq!(f["follower_count"], 2, "{}: {f}", s.base);

@@ -1,6 +1,7 @@
 //! [`CassandraStore`] as a [`kith_store::Engine`]: each method runs its requests on the
 //! store's runtime and blocks until they are answered.
 
+use kith_store::price::{Price, step};
 use std::time::Duration;
 
 use kith_store::{
@@ -210,10 +211,12 @@ impl Engine for CassandraStore {
     }
 
     fn idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
+        let _s = step(Price::KeyRead);
         self.idempotency_record_impl(key)
     }
 
     fn put_idempotency_record(&self, record: &IdempotencyRecord) -> Result<()> {
+        let _s = step(Price::KeyFinish);
         self.put_idempotency_record_impl(record)
     }
 
@@ -221,6 +224,7 @@ impl Engine for CassandraStore {
         &self,
         record: &IdempotencyRecord,
     ) -> Result<Option<IdempotencyRecord>> {
+        let _s = step(Price::KeyClaim);
         self.claim_idempotency_record_impl(record)
     }
 

@@ -25,6 +25,7 @@
 //! from these rows, so they equal the lists.
 
 use futures_util::{StreamExt, TryStreamExt};
+use kith_store::price::{Price, step};
 use kith_store::{Degree, Error as StoreError, Fence, IdempotencyRecord, Result};
 use scylla::statement::Consistency;
 use scylla::statement::prepared::PreparedStatement;
@@ -205,8 +206,11 @@ impl CassandraStore {
     ) -> Result<Option<(u64, u64)>> {
         let _one = self.follow_lock();
         self.wait(async {
-            self.finish_pending(target).await?;
-            let before = self.count(&self.fixed.followers_count, target).await?;
+            let before = {
+                let _s = step(Price::Index);
+                self.finish_pending(target).await?;
+                self.count(&self.fixed.followers_count, target).await?
+            };
             let intents = self.intend(uid, &[target]).await?;
             let (outcome, _) = self.switch(false, uid, target, fence).await?;
             match outcome {
@@ -255,10 +259,14 @@ impl CassandraStore {
         target: u64,
         fence: Option<Fence<'_>>,
     ) -> Result<(Switched, i64)> {
+        let _s = step(Price::Edge);
         for _ in 0..MOVED_TRIES {
             let from = self.edge(uid, target, false).await?.edit;
             if let Some(f) = fence
-                && let Some(r) = self.stored_record(f.key).await?
+                && let Some(r) = {
+                    let _s = step(Price::KeyRead);
+                    self.stored_record(f.key).await?
+                }
                 && (f.answered)(&r)
             {
                 return Ok((Switched::Answered { refused: (f.refused)(&r) }, 0));
@@ -332,6 +340,7 @@ impl CassandraStore {
         repush: Option<(u64, u64)>,
         record: Option<&IdempotencyRecord>,
     ) -> Result<()> {
+        let _s = step(Price::Index);
         let deadline = tokio::time::Instant::now() + INDEX_WITHIN;
         let mut pause = std::time::Duration::from_millis(50);
         loop {

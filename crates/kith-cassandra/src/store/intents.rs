@@ -13,6 +13,7 @@
 //! bucket of the log a few times, at fixed ages ([`CHECKPOINTS_MS`]), and never again after
 //! the last.
 
+use kith_store::price::{Price, step};
 use std::collections::BTreeSet;
 
 use futures_util::{StreamExt, TryStreamExt};
@@ -84,6 +85,7 @@ pub(crate) fn due_buckets(from: u64, now: u64) -> BTreeSet<(i64, bool)> {
 impl CassandraStore {
     /// Stores an intent per edge about to change; returns them, to remove once done.
     pub(super) async fn intend(&self, uid: u64, targets: &[u64]) -> Result<Vec<Intent>> {
+        let _s = step(Price::Intent);
         let nonce = i(rand_nonce());
         let at_ms = i(now_ms());
         futures_util::stream::iter(targets.to_vec())
@@ -107,6 +109,7 @@ impl CassandraStore {
 
     /// Removes finished intents; one left behind is removed by a later repair.
     pub(super) async fn forget(&self, intents: &[Intent]) {
+        let _s = step(Price::Intent);
         futures_util::stream::iter(intents.to_vec())
             .for_each_concurrent(CONCURRENCY, |n| async move {
                 let by_target = self.session().execute_unpaged(

@@ -1,6 +1,7 @@
 //! Users on the cluster: index rows, profiles and data blocks by placement, friendships on
 //! both users in one logged batch, positions from a lightweight-transaction allocator.
 
+use kith_store::price::{Price, step};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
@@ -214,7 +215,10 @@ impl CassandraStore {
             // Read after the stamp: another attempt that answers after this read answers
             // after the stamp too, so the client's next write is stamped later and wins.
             if let Some((key, finished)) = unless
-                && self.stored_record(key).await?.is_some_and(|r| finished(&r))
+                && {
+                    let _s = step(Price::KeyRead);
+                    self.stored_record(key).await?.is_some_and(|r| finished(&r))
+                }
             {
                 return Ok(None);
             }

@@ -16,6 +16,16 @@ use serde_json::json;
 pub(super) const LOADS: [&str; 7] =
     ["friends", "feed", "post", "publish", "profile", "follow-switch", "friend-switch"];
 
+/// The HTTP method of an operation's requests (a switch's two differ by it).
+pub(super) fn method_of(op: &str) -> &'static str {
+    match op {
+        "follow" | "befriend" | "publish" => "POST",
+        "unfollow" | "unfriend" => "DELETE",
+        "profile" => "PUT",
+        _ => "GET",
+    }
+}
+
 /// Pairs a switch takes in turn: round `r` over them switches every pair on (`r` even) or
 /// off, so a pair's next request comes `PAIRS` requests after its last one (far more than
 /// the clients have in flight), and a few seconds of load take several rounds.

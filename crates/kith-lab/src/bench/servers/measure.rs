@@ -3,14 +3,15 @@
 //! by load and round by round, with the CPU the servers and the engines under them used over
 //! the measured window (read from `/proc`).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{Result, ensure};
 use kith_workload::{RunConfig, RunReport};
 use serde::Serialize;
 
-use super::load::{source, warm};
+use super::load::{method_of, source, warm};
+use super::parts;
 
 /// One operation on one case: one round's, or the median over the rounds.
 #[derive(Clone, Debug, Serialize)]
@@ -40,6 +41,10 @@ pub(super) struct Row {
     pub cpu_ratio_vs_embedded: f64,
     /// Requests each server answered.
     pub answered_by: Vec<u64>,
+    /// Milliseconds per request the servers spent waiting on the store and the cache, and
+    /// of the store's, on each step that buys a guarantee (`parts.rs`); empty for a build
+    /// whose servers do not count them.
+    pub parts_ms: BTreeMap<String, f64>,
 }
 
 /// What one case runs on.
@@ -144,7 +149,9 @@ fn measure_load(
         })
     };
     let ops = source.ops();
+    let before = runtime.block_on(parts::read(urls))?;
     let r: RunReport = runtime.block_on(kith_workload::run(Arc::from(source), &config))?;
+    let after = runtime.block_on(parts::read(urls))?;
     let (server_cpu_s, engine_cpu_s) = sampler.join().expect("the CPU sampler");
     // A switch's CPU is shared by its two operations in proportion to their requests.
     let all = r.total.ops.max(1) as f64;
@@ -172,6 +179,7 @@ fn measure_load(
             server_cpu_us_per_request: server_cpu_s * share * 1e6 / n,
             cpu_ratio_vs_embedded: f64::NAN,
             answered_by: r.answered_by.clone(),
+            parts_ms: parts::per_request(&before, &after, method_of(op)),
         };
         eprintln!(
             "bench servers: {build}, {mode} x{}, round {}: {op}: {:.0} req/s, p50 {:.2} ms, \
@@ -227,6 +235,14 @@ pub(super) fn medians(runs: &[Row]) -> Vec<Row> {
             engine_cpu_s: mid(&|m| m.engine_cpu_s),
             cpu_us_per_request: mid(&|m| m.cpu_us_per_request),
             server_cpu_us_per_request: mid(&|m| m.server_cpu_us_per_request),
+            parts_ms: r
+                .parts_ms
+                .keys()
+                .map(|k| {
+                    let each = all.iter().filter_map(|m| m.parts_ms.get(k).copied()).collect();
+                    (k.clone(), median(each))
+                })
+                .collect(),
             ..r.clone()
         });
     }
@@ -264,6 +280,7 @@ mod tests {
             server_cpu_us_per_request: 100.0,
             cpu_ratio_vs_embedded: f64::NAN,
             answered_by: vec![10],
+            parts_ms: BTreeMap::from([("store".to_string(), p99)]),
         }
     }
 
@@ -283,5 +300,6 @@ mod tests {
         assert_eq!((m[0].requests_per_s, m[0].p99_ms, m[0].requests), (200.0, 5.0, 30));
         assert_eq!((m[1].requests_per_s, m[1].p99_ms), (60.0, 2.0), "even: the middle two");
         assert_eq!((m[2].requests_per_s, m[2].round), (7.0, None));
+        assert_eq!(m[0].parts_ms["store"], 5.0, "each part's median too");
     }
 }

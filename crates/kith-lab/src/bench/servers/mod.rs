@@ -13,6 +13,7 @@
 mod charts;
 mod load;
 mod measure;
+mod parts;
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -425,7 +426,11 @@ fn report(
              carries an Idempotency-Key. cluster-near: friend lists again with \
              --near-friends-ttl-ms {}. CPU from /proc: the servers' and the engines' (Cassandra \
              JVMs, Redis nodes) user + system time over the measured window; the driver's is \
-             not counted. With a baseline, each case runs this build's servers and the \
+             not counted. parts_ms: milliseconds per request the servers waited on the \
+             store and the cache, and of the store's time each step that buys a guarantee \
+             (key-claim, key-read, key-finish, edge, intent, index), from their metrics \
+             (kith_http_time_seconds_total) over the load's window, warm-up included; a \
+             build that does not count them has none. With a baseline, each case runs this build's servers and the \
              baseline's, on keyspaces and Redis prefixes of their own, both up at once; each \
              load runs {rounds} time(s) per case and build, the builds taking turns (the first \
              first in one round, last in the next); rows hold the medians over the rounds, \
