@@ -229,8 +229,9 @@ impl Feed {
         match self.follow_once(uid, targets.clone(), fenced).await {
             Ok(true) => {}
             Ok(false) => {
-                self.answered_elsewhere(&key, fp, uid).await?;
+                // First: edges this attempt switched may be kept (the answer counts them).
                 self.backfill(uid, &targets).await?;
+                self.answered_elsewhere(&key, fp, uid).await?;
                 return Ok(Applied { value: (), replayed: true });
             }
             // The other attempt that claimed the key stored it (a store that does not
