@@ -1,5 +1,6 @@
 //! Request counts and latency histograms per route, in Prometheus' text format.
 
+use std::fmt::Write as _;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -96,16 +97,18 @@ pub async fn track(State(m): State<HttpMetrics>, req: Request, next: Next) -> Re
         ms(spans.cache),
         ms(total)
     );
-    let parts = [("store", spans.store), ("cache", spans.cache)]
-        .into_iter()
-        .chain(kith_store::price::Price::ALL.iter().map(|p| (p.name(), spans.prices[*p as usize])));
-    for (i, (part, d)) in parts.enumerate() {
-        if d.is_zero() {
-            continue;
+    let count = |part: &str, d: std::time::Duration| {
+        if !d.is_zero() {
+            m.parts.with_label_values(&[route, method, part]).inc_by(d.as_secs_f64());
         }
-        m.parts.with_label_values(&[route, method, part]).inc_by(d.as_secs_f64());
-        if i >= 2 {
-            value.push_str(&format!(", {part};dur={:.3}", ms(d)));
+    };
+    count("store", spans.store);
+    count("cache", spans.cache);
+    for p in kith_store::price::Price::ALL {
+        let d = spans.prices[p as usize];
+        count(p.name(), d);
+        if !d.is_zero() {
+            let _ = write!(value, ", {};dur={:.3}", p.name(), ms(d));
         }
     }
     if let Ok(v) = HeaderValue::from_str(&value) {
