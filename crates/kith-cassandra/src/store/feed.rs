@@ -1,8 +1,6 @@
 //! The feed's reads and bookkeeping on the cluster: pages of the follow lists, the fan-out
 //! watermark, pending re-pushes and idempotency records. Follow edits are in `follows`.
 
-use std::sync::PoisonError;
-
 use futures_util::StreamExt;
 use kith_store::{Error as StoreError, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES, Result};
 
@@ -23,10 +21,6 @@ fn max_ttl_s() -> u64 {
 }
 
 impl CassandraStore {
-    pub(super) fn follow_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.follow_lock.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub(super) fn next_token(&self) -> u64 {
         self.next_token.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
@@ -163,10 +157,11 @@ impl CassandraStore {
         })
     }
 
-    /// Removes the re-push if its token is unchanged. Under the follow lock, as unfollows
-    /// store re-pushes, so no new token lands between the read and the removal.
+    /// Removes the re-push if its token is unchanged. Under the author's follow stripe, as
+    /// unfollows store re-pushes, so no new token of this process lands between the read and
+    /// the removal.
     pub(crate) fn repush_done_impl(&self, author: u64, token: u64) -> Result<()> {
-        let _one = self.follow_lock();
+        let _locks = self.lock_followed([author]);
         self.wait(async {
             if self.repush_token(author).await? == Some(token) {
                 let mut w = Writes::logged();

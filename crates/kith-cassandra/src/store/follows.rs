@@ -143,7 +143,7 @@ impl CassandraStore {
         fence: Option<Fence<'_>>,
     ) -> Result<Option<()>> {
         kith_store::check_follow_targets(uid, targets)?;
-        let _one = self.follow_lock();
+        let _locks = self.lock_followed(targets.iter().copied());
         let taken_over = fence.is_some_and(|f| f.taken_over);
         self.wait(async {
             let intents = self.intend(uid, targets).await?;
@@ -204,7 +204,7 @@ impl CassandraStore {
         record: Option<&IdempotencyRecord>,
         fence: Option<Fence<'_>>,
     ) -> Result<Option<(u64, u64)>> {
-        let _one = self.follow_lock();
+        let _locks = self.lock_followed([target]);
         self.wait(async {
             let before = {
                 let _s = step(Price::Index);

@@ -115,13 +115,13 @@ pub struct CassandraStore {
     /// Serialises this process's position allocations (the allocator itself is a lightweight
     /// transaction, safe across processes).
     allocating: tokio::sync::Mutex<()>,
-    /// Serialises this process's follow-graph edits, so its own "already following" checks,
-    /// counts and re-push tokens do not race each other (other processes' may: see
-    /// `docs/cassandra.md`, "Several servers"). One lock, not one per followed user: with
-    /// edits of one edge running side by side, a switch that a paused node held and ran
-    /// late undid a later edit in 4 of 7 `pause-cassandra` runs (docs/service.md, "What does
-    /// not hold yet"); one lock keeps that rare until switches are conditioned on a stamp.
-    follow_lock: Mutex<()>,
+    /// Serialise this process's follow edits by followed user (striped like `stripes`, but
+    /// apart from them, as a follow never takes a user lock): an unfollow's count of the
+    /// target's followers and the re-push it stores from it, and a re-push's removal, see no
+    /// other edit of that target by this process between. Edits of one edge are safe side by
+    /// side without it (each switch is conditioned on the edit it read, `follows.rs`); edits
+    /// of other processes are arbitrated by the store.
+    follow_stripes: Vec<Mutex<()>>,
     /// The next pending re-push token, seeded from the clock.
     next_token: AtomicU64,
     traversal_budget: u64,
@@ -198,7 +198,7 @@ impl CassandraStore {
             fixed,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             allocating: tokio::sync::Mutex::new(()),
-            follow_lock: Mutex::new(()),
+            follow_stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             next_token: AtomicU64::new(
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -330,16 +330,15 @@ impl CassandraStore {
         &self,
         uids: impl IntoIterator<Item = u64>,
     ) -> Vec<MutexGuard<'_, ()>> {
-        let mut stripes: Vec<usize> = uids
-            .into_iter()
-            .map(|u| (u.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % STRIPES)
-            .collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        stripes
-            .into_iter()
-            .map(|s| self.stripes[s].lock().unwrap_or_else(PoisonError::into_inner))
-            .collect()
+        lock_stripes(&self.stripes, uids)
+    }
+
+    /// Locks the follow stripes of the followed users `targets`, in ascending stripe order.
+    pub(crate) fn lock_followed(
+        &self,
+        targets: impl IntoIterator<Item = u64>,
+    ) -> Vec<MutexGuard<'_, ()>> {
+        lock_stripes(&self.follow_stripes, targets)
     }
 }
 
@@ -467,4 +466,19 @@ pub(crate) fn i(v: u64) -> i64 {
 
 pub(crate) fn u(v: i64) -> u64 {
     v as u64
+}
+
+/// Locks the stripes of `uids` among `stripes` in ascending stripe order (so two callers
+/// never wait for each other's in a circle).
+fn lock_stripes(
+    stripes: &[Mutex<()>],
+    uids: impl IntoIterator<Item = u64>,
+) -> Vec<MutexGuard<'_, ()>> {
+    let mut which: Vec<usize> = uids
+        .into_iter()
+        .map(|u| (u.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % stripes.len())
+        .collect();
+    which.sort_unstable();
+    which.dedup();
+    which.into_iter().map(|s| stripes[s].lock().unwrap_or_else(PoisonError::into_inner)).collect()
 }
