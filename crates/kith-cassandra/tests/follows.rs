@@ -153,10 +153,16 @@ fn follow_edits_left_half_done_are_repaired() {
 /// done while this one is between that check and its write.
 type Between = Mutex<Option<Box<dyn FnOnce() + Send>>>;
 static BETWEEN: Between = Mutex::new(None);
+/// Checks that pass before [`BETWEEN`] runs.
+static SKIP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// A claim (result 2, as the feed writes) is not an answer; the first check runs
 /// [`BETWEEN`] and answers "not answered", as the record read then held.
 fn answered_after_between(r: &IdempotencyRecord) -> bool {
+    use std::sync::atomic::Ordering::SeqCst;
+    if SKIP.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok() {
+        return r.result.first() != Some(&2);
+    }
     let between = BETWEEN.lock().unwrap().take();
     if let Some(f) = between {
         f();
@@ -234,6 +240,27 @@ fn an_attempt_held_past_anothers_answer_does_not_undo_the_next_write() {
         matches!(refused, Err(kith_store::Error::AlreadyFollowing { target, .. }) if target == c)
     );
     assert_eq!(store.followees(a, 0, 10).unwrap(), [b, c]);
+
+    // The claimer of `follow a → [c, d]` switches c on and is held before d; another server
+    // takes the key over, follows c and d (c found on), and has yet to answer. The claimer
+    // then finds d followed and refuses: its undo of c must not apply, as the take-over
+    // made c its own edit.
+    store.unfollow(a, c, None).unwrap();
+    store.put_idempotency_record(&record("claimer", vec![2, 1])).unwrap();
+    let taker = other.clone();
+    SKIP.store(1, std::sync::atomic::Ordering::SeqCst);
+    let take_over = move || {
+        let got = taker.follow_unless_answered(a, &[c, d], fence("claimer", true)).unwrap();
+        assert_eq!(got, Some(()), "the take-over follows both");
+    };
+    *BETWEEN.lock().unwrap() =
+        Some(Box::new(move || std::thread::spawn(take_over).join().unwrap()));
+    let refused = store.follow_unless_answered(a, &[c, d], fence("claimer", false));
+    assert!(
+        matches!(refused, Err(kith_store::Error::AlreadyFollowing { target, .. }) if target == d)
+    );
+    assert_eq!(store.followees(a, 0, 10).unwrap(), [b, c, d], "the take-over's edges stand");
+    assert_eq!(store.followers(c, 0, 10).unwrap(), [a]);
     drop(store);
     drop(other);
     drop_store(&options).unwrap();

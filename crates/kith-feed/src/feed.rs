@@ -27,6 +27,7 @@ mod claim;
 mod follows;
 mod friends;
 mod idempotent;
+mod keyed;
 mod marks;
 mod posts;
 mod publish;

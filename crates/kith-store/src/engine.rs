@@ -344,6 +344,20 @@ pub trait Engine: Send + Sync + Debug {
         Ok(None)
     }
 
+    /// Stores `record` over a claim only while its key still holds that claim (`expected`:
+    /// the claim's result, unique to the attempt that made it), atomically for every
+    /// process that shares the store; whether it did. An attempt taking a key over from
+    /// another, or storing an answer that another attempt may have superseded, does so by
+    /// this, so that of two attempts only one answer stands. The default, for a store one
+    /// process owns, reads then writes (that process serialises each key itself).
+    fn swap_idempotency_record(&self, expected: &[u8], record: &IdempotencyRecord) -> Result<bool> {
+        if !self.idempotency_record(&record.key)?.is_some_and(|r| r.result == expected) {
+            return Ok(false);
+        }
+        self.put_idempotency_record(record)?;
+        Ok(true)
+    }
+
     /// [`Engine::put_posts`] with an idempotency record stored atomically with the posts.
     fn put_posts_recorded(&self, posts: &[&Post], record: &IdempotencyRecord) -> Result<()>;
 

@@ -228,6 +228,11 @@ impl Engine for CassandraStore {
         self.claim_idempotency_record_impl(record)
     }
 
+    fn swap_idempotency_record(&self, expected: &[u8], record: &IdempotencyRecord) -> Result<bool> {
+        let _s = step(Price::KeyClaim);
+        self.swap_idempotency_record_impl(expected, record)
+    }
+
     fn put_posts_recorded(&self, posts: &[&Post], record: &IdempotencyRecord) -> Result<()> {
         self.put_posts_impl(posts, Some(record))
     }

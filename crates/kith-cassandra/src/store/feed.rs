@@ -269,6 +269,29 @@ impl CassandraStore {
         })
     }
 
+    /// Stores `record` by a lightweight transaction conditioned on the key's result being
+    /// `expected` (see [`kith_store::Engine::swap_idempotency_record`]). Sent once: a round
+    /// that times out is unknown, and answered as unavailable.
+    pub(crate) fn swap_idempotency_record_impl(
+        &self,
+        expected: &[u8],
+        record: &IdempotencyRecord,
+    ) -> Result<bool> {
+        let (key, ttl) = self.record_key_ttl(record)?;
+        let values =
+            (ttl, i(record.fingerprint), i(record.expires_ms), &record.result, &key, expected);
+        self.wait(async {
+            let rows = self
+                .session()
+                .execute_unpaged(&self.fixed.record_swap, values)
+                .await
+                .map_err(|e| driver("swapping an idempotency record", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("idempotency record swap", e))?;
+            Ok(super::rows::lwt_outcome(&rows, "result")?.0)
+        })
+    }
+
     /// Stores a finished record over whatever is under its key, the claim included. The
     /// claim was written by a lightweight transaction at its Paxos ballot's timestamp, from
     /// its coordinator's clock: a record written at this coordinator's clock would lose to

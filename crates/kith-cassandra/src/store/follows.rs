@@ -149,14 +149,16 @@ impl CassandraStore {
             let intents = self.intend(uid, targets).await?;
             let mut taken: Vec<(u64, i64)> = Vec::new();
             for &t in targets {
-                let (outcome, mine) = self.switch(true, uid, t, fence).await?;
+                let (outcome, mine) = if taken_over {
+                    self.switch_or_adopt(uid, t, fence).await?
+                } else {
+                    self.switch(true, uid, t, fence).await?
+                };
                 match outcome {
                     Switched::Applied => {
                         taken.push((t, mine));
                         continue;
                     }
-                    // Followed by the attempt this one took over from, which did not answer.
-                    Switched::Refused if taken_over => continue,
                     // The answer may count the edges this attempt switched: they stay.
                     Switched::Answered { refused: false } => {
                         let done: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
@@ -280,6 +282,52 @@ impl CassandraStore {
         Err(StoreError::Unavailable(format!(
             "changing the follow {uid} → {target}: {MOVED_TRIES} other edits of it came \
              between this one's read and its round, and this one did not apply"
+        )))
+    }
+
+    /// [`CassandraStore::switch`] on, for an attempt that took its key over from another
+    /// that claimed it and did not answer: an edge found on is counted as followed (that
+    /// attempt may have followed it) and made this attempt's own edit, by a lightweight
+    /// transaction conditioned on the edit found. Otherwise the other attempt, should it
+    /// run on and meet a refusal, would undo its edges (its undo is conditioned on its own
+    /// edit) under this attempt's success answer.
+    async fn switch_or_adopt(
+        &self,
+        uid: u64,
+        target: u64,
+        fence: Option<Fence<'_>>,
+    ) -> Result<(Switched, i64)> {
+        for _ in 0..MOVED_TRIES {
+            let (outcome, mine) = self.switch(true, uid, target, fence).await?;
+            if outcome != Switched::Refused {
+                return Ok((outcome, mine));
+            }
+            let _s = step(Price::Edge);
+            let found = self.edge(uid, target, false).await?;
+            if !found.active {
+                continue;
+            }
+            let attempts = std::sync::Arc::new(crate::retries::Attempts::default());
+            let mut statement = self.fixed.follow_adopt.clone();
+            statement.set_history_listener(attempts.clone());
+            let mine = i(super::intents::rand_nonce());
+            let rows = self
+                .session()
+                .execute_unpaged(&statement, (mine, key(uid), key(target), found.edit))
+                .await
+                .map_err(|e| driver("taking over a follow", e))?
+                .into_rows_result()
+                .map_err(|e| bad_rows("follow", e))?;
+            let (applied, now) = super::rows::lwt_outcome(&rows, "edit")?;
+            match switched(applied, now, found.edit, mine, attempts.count()) {
+                Switched::Applied => return Ok((Switched::Applied, mine)),
+                Switched::Unknown => return Ok((Switched::Unknown, mine)),
+                // Another edit came between: read the edge again.
+                _ => {}
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "taking over the follow {uid} → {target}: other edits of it kept coming between"
         )))
     }
 

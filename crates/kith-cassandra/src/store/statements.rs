@@ -62,6 +62,7 @@ statements! { Fixed(ks: &str) {
     follower_del = true, "DELETE FROM {ks}.followers USING TIMESTAMP ? WHERE uid = ? AND follower = ?";
     follow_on = true, "UPDATE {ks}.follows SET active = true, edit = ? WHERE uid = ? AND target = ? IF edit = ? AND active != true";
     follow_off = true, "UPDATE {ks}.follows SET active = false, edit = ? WHERE uid = ? AND target = ? IF edit = ? AND active = true";
+    follow_adopt = true, "UPDATE {ks}.follows SET edit = ? WHERE uid = ? AND target = ? IF edit = ? AND active = true";
     follow_state = true, "SELECT active, writetime(active), edit FROM {ks}.follows WHERE uid = ? AND target = ?";
     followees_from = true, "SELECT target FROM {ks}.follows WHERE uid = ? AND target >= ? AND active = true LIMIT ? ALLOW FILTERING";
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
@@ -99,6 +100,7 @@ statements! { Fixed(ks: &str) {
     record_written = true, "SELECT writetime(result) FROM {ks}.idempotency WHERE key = ?";
     record_put_at = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?";
     record_claim = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?";
+    record_swap = false, "UPDATE {ks}.idempotency USING TTL ? SET fingerprint = ?, expires_ms = ?, result = ? WHERE key = ? IF result = ?";
     record_replace = false, "UPDATE {ks}.idempotency USING TTL ? SET fingerprint = ?, expires_ms = ?, result = ? WHERE key = ? IF expires_ms = ?";
 }}
 

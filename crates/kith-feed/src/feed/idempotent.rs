@@ -45,6 +45,23 @@ const REFUSED_NOT_FOLLOWING: u8 = 4;
 /// that attempt's answer before doing the write itself.
 const OTHER_ATTEMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// What an attempt found claiming its key.
+enum Claim {
+    /// A finished record: the request was answered.
+    Done,
+    /// This attempt holds the key.
+    Mine,
+    /// Another attempt's claim (its result), not answered.
+    Others(Vec<u8>),
+}
+
+/// A key an attempt of a follow or unfollow holds: its claim's result, and whether it took
+/// the key over from another attempt that claimed it and did not answer.
+pub(super) struct Held {
+    pub(super) marker: Vec<u8>,
+    pub(super) taken_over: bool,
+}
+
 /// How a follow or unfollow guards against applying twice.
 pub(super) enum Once {
     /// Not at all: no idempotency key.
@@ -194,150 +211,9 @@ impl Feed {
         IdempotencyRecord { key, fingerprint, expires_ms: now_ms().saturating_add(ttl), result }
     }
 
-    /// [`Feed::follow`] under an optional idempotency key.
-    pub async fn follow_keyed(
-        &self,
-        uid: u64,
-        targets: Vec<u64>,
-        key: Option<String>,
-    ) -> Result<Applied<()>> {
-        let Some(key) = key else {
-            self.follow(uid, targets).await?;
-            return Ok(Applied { value: (), replayed: false });
-        };
-        let _guard = self.key_stripe(&key)?.lock().await;
-        let t: Vec<u8> = targets.iter().flat_map(|t| t.to_le_bytes()).collect();
-        let fp = fingerprint(&[b"follow", &uid.to_le_bytes(), &t]);
-        let Some(claimed) = self.claim_or_answer(&key, fp, uid).await? else {
-            // As the first attempt would have: a retry repairs what failed after the store.
-            self.invalidate_followees(uid).await;
-            self.backfill(uid, &targets).await?;
-            return Ok(Applied { value: (), replayed: true });
-        };
-        let record = self.record(key.clone(), fp, Vec::new());
-        if !self.shared_store() {
-            let stored = self.follow_once(uid, targets, Once::Recorded(record)).await;
-            if let Err(e) = &stored {
-                self.record_refusal(&key, fp, e).await?;
-            }
-            stored?;
-            return Ok(Applied { value: (), replayed: false });
-        }
-        // The store reads the key's record before each edge it writes, and writes nothing
-        // more once another attempt has answered (see `kith_store::Fence`).
-        let fenced = Once::Fenced { key: key.clone(), taken_over: claimed };
-        match self.follow_once(uid, targets.clone(), fenced).await {
-            Ok(true) => {}
-            Ok(false) => {
-                // First: edges this attempt switched may be kept (the answer counts them).
-                self.backfill(uid, &targets).await?;
-                self.answered_elsewhere(&key, fp, uid).await?;
-                return Ok(Applied { value: (), replayed: true });
-            }
-            // The other attempt that claimed the key stored it (a store that does not
-            // count a target followed already as that attempt's).
-            Err(Error::Store(kith_store::Error::AlreadyFollowing { .. })) if claimed => {
-                self.backfill(uid, &targets).await?
-            }
-            Err(e) => {
-                self.record_refusal(&key, fp, &e).await?;
-                return Err(e);
-            }
-        }
-        self.finish(record).await?;
-        Ok(Applied { value: (), replayed: claimed })
-    }
-
-    /// [`Feed::unfollow`] under an optional idempotency key.
-    pub async fn unfollow_keyed(
-        &self,
-        uid: u64,
-        target: u64,
-        key: Option<String>,
-    ) -> Result<Applied<()>> {
-        let Some(key) = key else {
-            self.unfollow(uid, target).await?;
-            return Ok(Applied { value: (), replayed: false });
-        };
-        let _guard = self.key_stripe(&key)?.lock().await;
-        let fp = fingerprint(&[b"unfollow", &uid.to_le_bytes(), &target.to_le_bytes()]);
-        let Some(claimed) = self.claim_or_answer(&key, fp, uid).await? else {
-            self.invalidate_followees(uid).await;
-            return Ok(Applied { value: (), replayed: true });
-        };
-        let record = self.record(key.clone(), fp, Vec::new());
-        if !self.shared_store() {
-            let stored = self.unfollow_once(uid, target, Once::Recorded(record)).await;
-            if let Err(e) = &stored {
-                self.record_refusal(&key, fp, e).await?;
-            }
-            stored?;
-            return Ok(Applied { value: (), replayed: false });
-        }
-        let fenced = Once::Fenced { key: key.clone(), taken_over: claimed };
-        match self.unfollow_once(uid, target, fenced).await {
-            Ok(true) => {}
-            Ok(false) => {
-                self.answered_elsewhere(&key, fp, uid).await?;
-                return Ok(Applied { value: (), replayed: true });
-            }
-            Err(Error::Store(kith_store::Error::NotFollowing { .. })) if claimed => {}
-            Err(e) => {
-                self.record_refusal(&key, fp, &e).await?;
-                return Err(e);
-            }
-        }
-        self.finish(record).await?;
-        Ok(Applied { value: (), replayed: claimed })
-    }
-
-    /// [`Feed::add_friend`] (`add`) or [`Feed::delete_friend`] under an optional
-    /// idempotency key; the value is whether the friendship changed (the first time).
-    pub async fn friend_keyed(
-        &self,
-        u: u64,
-        v: u64,
-        add: bool,
-        key: Option<String>,
-    ) -> Result<Applied<bool>> {
-        let Some(key) = key else {
-            let changed =
-                if add { self.add_friend(u, v).await? } else { self.delete_friend(u, v).await? };
-            return Ok(Applied { value: changed, replayed: false });
-        };
-        let _guard = self.key_stripe(&key)?.lock().await;
-        let op: &[u8] = if add { b"add_friend" } else { b"delete_friend" };
-        let fp = fingerprint(&[op, &u.to_le_bytes(), &v.to_le_bytes()]);
-        let Some(claimed) = self.claim_unless_done(&key, fp).await? else {
-            return self.friend_replay(&key, fp).await;
-        };
-        // A friendship write is idempotent: an attempt that finds another's claim applies it
-        // too, so that its answer holds whether or not that attempt finishes. Unless, as the
-        // write goes, another attempt has answered: the client may have changed the pair
-        // since, and this write would undo that.
-        let (engine, k) = (self.engine.clone(), key.clone());
-        let changed =
-            blocking(move || engine.change_friendship_unless_finished(u, v, add, &k, answered))
-                .await;
-        // Whatever the store answered: a write that failed after its batch applied changed
-        // the lists all the same.
-        self.invalidate_friends(&[u, v]).await;
-        let Some(changed) = changed? else {
-            return self.friend_replay(&key, fp).await;
-        };
-        self.finish(self.record(key, fp, vec![u8::from(changed)])).await?;
-        Ok(Applied { value: changed, replayed: claimed })
-    }
-
-    /// A friendship write's answer from the record another attempt finished.
-    async fn friend_replay(&self, key: &str, fp: u64) -> Result<Applied<bool>> {
-        let first = self.recorded(key, fp).await?.unwrap_or_default();
-        Ok(Applied { value: first.first() == Some(&1), replayed: true })
-    }
-
     /// The result another attempt of this request answered with, if one has (a refusal of a
     /// follow or unfollow is returned as the error it answered).
-    async fn answered_elsewhere(&self, key: &str, fp: u64, uid: u64) -> Result<bool> {
+    pub(super) async fn answered_elsewhere(&self, key: &str, fp: u64, uid: u64) -> Result<bool> {
         let Some(first) = self.recorded(key, fp).await? else {
             return Ok(false);
         };
@@ -351,45 +227,101 @@ impl Feed {
     /// stripe lock the caller holds) unless a finished record is stored under it:
     /// `None` when one is (replay), `Some(true)` when another attempt claimed it but has not
     /// finished, `Some(false)` when this one holds it.
-    async fn claim_unless_done(&self, key: &str, fp: u64) -> Result<Option<bool>> {
-        match self.recorded(key, fp).await? {
-            Some(first) if first.first() == Some(&CLAIMED) => Ok(Some(true)),
-            Some(_) => Ok(None),
-            None if !self.shared_store() => Ok(Some(false)),
-            None => match self.claim(self.record(key.to_string(), fp, claimed_marker())).await? {
-                Some(first) if first.first() == Some(&CLAIMED) => Ok(Some(true)),
-                Some(_) => Ok(None),
-                None => Ok(Some(false)),
+    pub(super) async fn claim_unless_done(&self, key: &str, fp: u64) -> Result<Option<bool>> {
+        Ok(match self.claim_as(key, fp, &claimed_marker()).await? {
+            Claim::Done => None,
+            Claim::Others(_) => Some(true),
+            Claim::Mine => Some(false),
+        })
+    }
+
+    /// [`Feed::claim_unless_done`] with the claim's result `marker`, telling the marker of
+    /// another attempt's claim.
+    async fn claim_as(&self, key: &str, fp: u64, marker: &[u8]) -> Result<Claim> {
+        let found = match self.recorded(key, fp).await? {
+            None if !self.shared_store() => return Ok(Claim::Mine),
+            None => match self.claim(self.record(key.to_string(), fp, marker.to_vec())).await? {
+                None => return Ok(Claim::Mine),
+                Some(first) => first,
             },
-        }
+            Some(first) => first,
+        };
+        Ok(if found.first() == Some(&CLAIMED) { Claim::Others(found) } else { Claim::Done })
     }
 
     /// [`Feed::claim_unless_done`] for a follow or unfollow: a recorded refusal is answered
     /// again (`Err`), and a claim another attempt holds is waited on for its answer, up to
-    /// [`OTHER_ATTEMPT_WAIT`], so that all attempts with one key answer alike (`Some(true)`:
-    /// it did not answer in time, this attempt does the write).
-    async fn claim_or_answer(&self, key: &str, fp: u64, uid: u64) -> Result<Option<bool>> {
-        let deadline = tokio::time::Instant::now() + OTHER_ATTEMPT_WAIT;
+    /// [`OTHER_ATTEMPT_WAIT`], so that all attempts with one key answer alike. Past that,
+    /// this attempt takes the key over: it swaps that claim for its own, so that the other
+    /// attempt, should it run on, can no longer store its answer over this one's.
+    pub(super) async fn claim_or_answer(
+        &self,
+        key: &str,
+        fp: u64,
+        uid: u64,
+    ) -> Result<Option<Held>> {
+        let marker = claimed_marker();
+        let mut deadline = tokio::time::Instant::now() + OTHER_ATTEMPT_WAIT;
         loop {
-            let claimed = self.claim_unless_done(key, fp).await?;
-            if claimed.is_none() || claimed == Some(false) {
-                if claimed.is_none() {
+            let theirs = match self.claim_as(key, fp, &marker).await? {
+                Claim::Mine => return Ok(Some(Held { marker, taken_over: false })),
+                Claim::Done => {
                     let first = self.recorded(key, fp).await?.unwrap_or_default();
                     if let Some(e) = refused(uid, &first) {
                         return Err(e);
                     }
+                    return Ok(None);
                 }
-                return Ok(claimed);
-            }
+                Claim::Others(theirs) => theirs,
+            };
             if tokio::time::Instant::now() >= deadline {
-                return Ok(claimed);
+                if !self.shared_store() {
+                    return Ok(Some(Held { marker: theirs, taken_over: true }));
+                }
+                let engine = self.engine.clone();
+                let mine = self.record(key.to_string(), fp, marker.clone());
+                if blocking(move || engine.swap_idempotency_record(&theirs, &mine)).await? {
+                    return Ok(Some(Held { marker, taken_over: true }));
+                }
+                // Answered or taken over by a third attempt since: wait for that one.
+                deadline = tokio::time::Instant::now() + OTHER_ATTEMPT_WAIT;
+                continue;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     }
 
+    /// Stores the refusal `e` of a follow or unfollow over this attempt's claim `marker`,
+    /// unless another attempt has taken the key over since (then the request's answer is
+    /// that attempt's, and this one must not replace it): `Ok` with the answer to give.
+    pub(super) async fn refusal_over_claim(
+        &self,
+        key: &str,
+        fp: u64,
+        uid: u64,
+        marker: &[u8],
+        e: Error,
+    ) -> Result<Applied<()>> {
+        let Some(r) = refusal(&e) else {
+            return Err(e);
+        };
+        let (engine, theirs) = (self.engine.clone(), marker.to_vec());
+        let record = self.record(key.to_string(), fp, r);
+        if blocking(move || engine.swap_idempotency_record(&theirs, &record)).await? {
+            return Err(e);
+        }
+        if self.answered_elsewhere(key, fp, uid).await? {
+            return Ok(Applied { value: (), replayed: true });
+        }
+        Err(kith_store::Error::Unavailable(format!(
+            "the request under idempotency key {key:?} was taken over by another attempt, \
+             which has not answered yet; retry with the key for its answer"
+        ))
+        .into())
+    }
+
     /// Records `e`, if it is a refusal, under the key, so later attempts answer it too.
-    async fn record_refusal(&self, key: &str, fp: u64, e: &Error) -> Result<()> {
+    pub(super) async fn record_refusal(&self, key: &str, fp: u64, e: &Error) -> Result<()> {
         if let Some(r) = refusal(e) {
             self.finish(self.record(key.to_string(), fp, r)).await?;
         }
@@ -397,7 +329,7 @@ impl Feed {
     }
 
     /// Stores a write's finished record over its claim.
-    async fn finish(&self, record: IdempotencyRecord) -> Result<()> {
+    pub(super) async fn finish(&self, record: IdempotencyRecord) -> Result<()> {
         let engine = self.engine.clone();
         blocking(move || engine.put_idempotency_record(&record)).await
     }

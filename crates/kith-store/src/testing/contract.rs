@@ -432,6 +432,11 @@ fn check_records(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64, next_po
     let second = engine.claim_idempotency_record(&record(&key, vec![4])).unwrap();
     assert_eq!(second, Some(record(&key, vec![3])), "the second claim of {key}");
     assert_eq!(engine.idempotency_record(&key).unwrap(), Some(record(&key, vec![3])));
+    // A swap stores over the claim it names only.
+    assert!(engine.swap_idempotency_record(&[3], &record(&key, vec![5])).unwrap());
+    assert!(!engine.swap_idempotency_record(&[3], &record(&key, vec![6])).unwrap());
+    assert!(!engine.swap_idempotency_record(&[3], &record("absent", vec![6])).unwrap());
+    assert_eq!(engine.idempotency_record(&key).unwrap(), Some(record(&key, vec![5])));
     let post = Post { id: next_post + 1, author: a, ts_ms: 1, content: "recorded".into() };
     engine.put_posts_recorded(&[&post], &record("post", vec![2])).unwrap();
     assert_eq!(engine.idempotency_record("post").unwrap(), Some(record("post", vec![2])));
