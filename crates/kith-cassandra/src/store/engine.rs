@@ -229,7 +229,8 @@ impl Engine for CassandraStore {
     }
 
     fn swap_idempotency_record(&self, expected: &[u8], record: &IdempotencyRecord) -> Result<bool> {
-        let _s = step(Price::KeyClaim);
+        // Mostly a keyed follow's answer over its claim (a take-over's swap is rare).
+        let _s = step(Price::KeyFinish);
         self.swap_idempotency_record_impl(expected, record)
     }
 

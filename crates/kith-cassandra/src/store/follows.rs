@@ -70,6 +70,10 @@ enum Switched {
     /// Another attempt of the request answered (with a refusal, or not) before this round
     /// went: it was not sent.
     Answered { refused: bool },
+    /// Found on by an attempt that took the request over, and made its own edit: counted as
+    /// followed, and never undone by this attempt (an earlier attempt, or an earlier
+    /// request, may have switched it on).
+    Adopted,
 }
 
 /// A round's answer: whether it applied, the last edit it found if not, and how many
@@ -148,6 +152,7 @@ impl CassandraStore {
         self.wait(async {
             let intents = self.intend(uid, targets).await?;
             let mut taken: Vec<(u64, i64)> = Vec::new();
+            let mut adopted: Vec<u64> = Vec::new();
             for &t in targets {
                 let (outcome, mine) = if taken_over {
                     self.switch_or_adopt(uid, t, fence).await?
@@ -159,9 +164,14 @@ impl CassandraStore {
                         taken.push((t, mine));
                         continue;
                     }
+                    Switched::Adopted => {
+                        adopted.push(t);
+                        continue;
+                    }
                     // The answer may count the edges this attempt switched: they stay.
                     Switched::Answered { refused: false } => {
-                        let done: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
+                        let mut done: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
+                        done.extend(&adopted);
                         self.index(uid, &done, None, None).await?;
                         self.forget(&intents).await;
                         return Ok(None);
@@ -182,6 +192,7 @@ impl CassandraStore {
                 // switched it may not have written its row yet, and a refusal (or a retry
                 // answered by it) must not be seen before that row.
                 let mut settle: Vec<u64> = taken.iter().map(|&(d, _)| d).collect();
+                settle.extend(&adopted);
                 settle.push(t);
                 self.index(uid, &settle, None, None).await?;
                 self.forget(&intents).await;
@@ -228,7 +239,7 @@ impl CassandraStore {
                     self.forget(&intents).await;
                     return Err(StoreError::NotFollowing { uid, target });
                 }
-                Switched::Applied | Switched::Moved => {}
+                Switched::Applied | Switched::Moved | Switched::Adopted => {}
             }
             let repush = repush_at.is_some_and(|t| before == t + 1).then(|| self.next_token());
             self.index(uid, &[target], repush.map(|token| (target, token)), record).await?;
@@ -320,9 +331,9 @@ impl CassandraStore {
                 .map_err(|e| bad_rows("follow", e))?;
             let (applied, now) = super::rows::lwt_outcome(&rows, "edit")?;
             match switched(applied, now, found.edit, mine, attempts.count()) {
-                Switched::Applied => return Ok((Switched::Applied, mine)),
-                Switched::Unknown => return Ok((Switched::Unknown, mine)),
-                // Another edit came between: read the edge again.
+                Switched::Applied => return Ok((Switched::Adopted, mine)),
+                // Another edit came between (this round changing only the edit's id, whether
+                // an earlier send of it applied matters not): read the edge again.
                 _ => {}
             }
         }

@@ -62,6 +62,9 @@ pub(super) struct Held {
     pub(super) taken_over: bool,
 }
 
+/// How many take-overs by other attempts an attempt waits out before it answers 503.
+const MAX_TAKE_OVERS: u32 = 3;
+
 /// How a follow or unfollow guards against applying twice.
 pub(super) enum Once {
     /// Not at all: no idempotency key.
@@ -262,6 +265,7 @@ impl Feed {
     ) -> Result<Option<Held>> {
         let marker = claimed_marker();
         let mut deadline = tokio::time::Instant::now() + OTHER_ATTEMPT_WAIT;
+        let mut swaps = 0;
         loop {
             let theirs = match self.claim_as(key, fp, &marker).await? {
                 Claim::Mine => return Ok(Some(Held { marker, taken_over: false })),
@@ -283,7 +287,16 @@ impl Feed {
                 if blocking(move || engine.swap_idempotency_record(&theirs, &mine)).await? {
                     return Ok(Some(Held { marker, taken_over: true }));
                 }
-                // Answered or taken over by a third attempt since: wait for that one.
+                // Answered or taken over by a third attempt since: wait for that one, a
+                // few times at most.
+                swaps += 1;
+                if swaps >= MAX_TAKE_OVERS {
+                    return Err(kith_store::Error::Unavailable(format!(
+                        "other attempts of the request under idempotency key {key:?} kept \
+                         taking it over without answering; retry with the key"
+                    ))
+                    .into());
+                }
                 deadline = tokio::time::Instant::now() + OTHER_ATTEMPT_WAIT;
                 continue;
             }
@@ -291,9 +304,8 @@ impl Feed {
         }
     }
 
-    /// Stores the refusal `e` of a follow or unfollow over this attempt's claim `marker`,
-    /// unless another attempt has taken the key over since (then the request's answer is
-    /// that attempt's, and this one must not replace it): `Ok` with the answer to give.
+    /// Stores the refusal `e` of a follow or unfollow over this attempt's claim `marker`
+    /// (see [`Feed::answer_over_claim`]), and answers it, or the answer to give instead.
     pub(super) async fn refusal_over_claim(
         &self,
         key: &str,
@@ -305,13 +317,33 @@ impl Feed {
         let Some(r) = refusal(&e) else {
             return Err(e);
         };
+        match self.answer_over_claim(key, fp, uid, marker, r).await? {
+            None => Err(e),
+            Some(instead) => Ok(instead),
+        }
+    }
+
+    /// Stores `result` as the request's answer over this attempt's claim `marker`, by a
+    /// compare-and-set, unless another attempt has taken the key over since: then the
+    /// request's answer is that attempt's, and this one must neither replace it nor be lost
+    /// under it (a plain write could be, to a take-over stamped later). `None` when stored,
+    /// else the answer to give instead: the other attempt's, or 503 while it has not
+    /// answered.
+    pub(super) async fn answer_over_claim(
+        &self,
+        key: &str,
+        fp: u64,
+        uid: u64,
+        marker: &[u8],
+        result: Vec<u8>,
+    ) -> Result<Option<Applied<()>>> {
         let (engine, theirs) = (self.engine.clone(), marker.to_vec());
-        let record = self.record(key.to_string(), fp, r);
+        let record = self.record(key.to_string(), fp, result);
         if blocking(move || engine.swap_idempotency_record(&theirs, &record)).await? {
-            return Err(e);
+            return Ok(None);
         }
         if self.answered_elsewhere(key, fp, uid).await? {
-            return Ok(Applied { value: (), replayed: true });
+            return Ok(Some(Applied { value: (), replayed: true }));
         }
         Err(kith_store::Error::Unavailable(format!(
             "the request under idempotency key {key:?} was taken over by another attempt, \

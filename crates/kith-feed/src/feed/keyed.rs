@@ -63,7 +63,10 @@ impl Feed {
                 return answer;
             }
         }
-        self.finish(record).await?;
+        if let Some(instead) = self.answer_over_claim(&key, fp, uid, &held.marker, vec![]).await? {
+            self.backfill(uid, &targets).await?;
+            return Ok(instead);
+        }
         Ok(Applied { value: (), replayed: claimed })
     }
 
@@ -104,7 +107,9 @@ impl Feed {
             Err(Error::Store(kith_store::Error::NotFollowing { .. })) if claimed => {}
             Err(e) => return self.refusal_over_claim(&key, fp, uid, &held.marker, e).await,
         }
-        self.finish(record).await?;
+        if let Some(instead) = self.answer_over_claim(&key, fp, uid, &held.marker, vec![]).await? {
+            return Ok(instead);
+        }
         Ok(Applied { value: (), replayed: claimed })
     }
 
