@@ -147,7 +147,9 @@ impl CassandraStore {
         fence: Option<Fence<'_>>,
     ) -> Result<Option<()>> {
         kith_store::check_follow_targets(uid, targets)?;
-        let _locks = self.lock_followed(targets.iter().copied());
+        // No follow stripe: a follow reads no count and stores no re-push, and its switches
+        // are conditioned on the edits they read (a follow of many users holding all their
+        // stripes queued the seeding of `kith bench servers` past its 30 s timeout).
         let taken_over = fence.is_some_and(|f| f.taken_over);
         self.wait(async {
             let intents = self.intend(uid, targets).await?;

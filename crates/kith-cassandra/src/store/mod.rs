@@ -115,12 +115,12 @@ pub struct CassandraStore {
     /// Serialises this process's position allocations (the allocator itself is a lightweight
     /// transaction, safe across processes).
     allocating: tokio::sync::Mutex<()>,
-    /// Serialise this process's follow edits by followed user (striped like `stripes`, but
-    /// apart from them, as a follow never takes a user lock): an unfollow's count of the
-    /// target's followers and the re-push it stores from it, and a re-push's removal, see no
-    /// other edit of that target by this process between. Edits of one edge are safe side by
-    /// side without it (each switch is conditioned on the edit it read, `follows.rs`); edits
-    /// of other processes are arbitrated by the store.
+    /// Serialise this process's unfollows by followed user (striped like `stripes`, but
+    /// apart from them): an unfollow's count of the target's followers and the re-push it
+    /// stores from it, and a re-push's removal, see no other unfollow of that target by
+    /// this process between. Follows take none, and edits of one edge are safe side by side
+    /// (each switch is conditioned on the edit it read, `follows.rs`); edits of other
+    /// processes are arbitrated by the store.
     follow_stripes: Vec<Mutex<()>>,
     /// The next pending re-push token, seeded from the clock.
     next_token: AtomicU64,
