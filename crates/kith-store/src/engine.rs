@@ -351,7 +351,7 @@ pub trait Engine: Send + Sync + Debug {
     /// this, so that of two attempts only one answer stands. The default, for a store one
     /// process owns, reads then writes (that process serialises each key itself).
     fn swap_idempotency_record(&self, expected: &[u8], record: &IdempotencyRecord) -> Result<bool> {
-        if !self.idempotency_record(&record.key)?.is_some_and(|r| r.result == expected) {
+        if self.idempotency_record(&record.key)?.is_none_or(|r| r.result != expected) {
             return Ok(false);
         }
         self.put_idempotency_record(record)?;

@@ -332,12 +332,11 @@ impl CassandraStore {
                 .into_rows_result()
                 .map_err(|e| bad_rows("follow", e))?;
             let (applied, now) = super::rows::lwt_outcome(&rows, "edit")?;
-            match switched(applied, now, found.edit, mine, attempts.count()) {
-                Switched::Applied => return Ok((Switched::Adopted, mine)),
-                // Another edit came between (this round changing only the edit's id, whether
-                // an earlier send of it applied matters not): read the edge again.
-                _ => {}
+            if switched(applied, now, found.edit, mine, attempts.count()) == Switched::Applied {
+                return Ok((Switched::Adopted, mine));
             }
+            // Another edit came between (this round changing only the edit's id, whether an
+            // earlier send of it applied matters not): read the edge again.
         }
         Err(StoreError::Unavailable(format!(
             "taking over the follow {uid} → {target}: other edits of it kept coming between"
