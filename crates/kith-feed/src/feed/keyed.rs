@@ -29,8 +29,8 @@ impl Feed {
             return Ok(Applied { value: (), replayed: true });
         };
         let claimed = held.taken_over;
-        let record = self.record(key.clone(), fp, Vec::new());
         if !self.shared_store() {
+            let record = self.record(key.clone(), fp, Vec::new());
             let stored = self.follow_once(uid, targets, Once::Recorded(record)).await;
             if let Err(e) = &stored {
                 self.record_refusal(&key, fp, e).await?;
@@ -88,8 +88,8 @@ impl Feed {
             return Ok(Applied { value: (), replayed: true });
         };
         let claimed = held.taken_over;
-        let record = self.record(key.clone(), fp, Vec::new());
         if !self.shared_store() {
+            let record = self.record(key.clone(), fp, Vec::new());
             let stored = self.unfollow_once(uid, target, Once::Recorded(record)).await;
             if let Err(e) = &stored {
                 self.record_refusal(&key, fp, e).await?;
