@@ -77,12 +77,7 @@ impl At {
 
 impl Con {
     /// Sends a pipeline whose commands all live on the node `at` names, or, on one Redis, as
-    /// it is.
-    pub(super) async fn pipeline_to(&mut self, at: &At, pipe: &Pipeline) -> RedisResult<()> {
-        self.pipeline_values_to(at, pipe).await.map(drop)
-    }
-
-    /// As [`Con::pipeline_to`], returning every reply.
+    /// it is; returns every reply.
     pub(super) async fn pipeline_values_to(
         &mut self,
         at: &At,
@@ -166,7 +161,7 @@ impl Masters {
 
     /// Reads `CLUSTER SLOTS`: per range, the first and last slot, then the master as
     /// (host, port, id), then its replicas. Entries it cannot read are skipped.
-    fn parse(reply: &Value) -> Masters {
+    pub(super) fn parse(reply: &Value) -> Masters {
         let mut out = Masters::default();
         let Value::Array(ranges) = reply else { return out };
         for r in ranges {

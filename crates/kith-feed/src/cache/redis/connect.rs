@@ -13,7 +13,7 @@ use super::super::lua::{
     LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, LUA_REMOVE,
     script_text,
 };
-use super::{Redis, Shared, Target, near};
+use super::{Redis, Shared, Target, near, nodes};
 use crate::config::FeedConfig;
 use crate::error::{Error, Result};
 
@@ -83,11 +83,20 @@ impl Redis {
             Target::One(_) => Masters::default(),
             Target::Cluster(_) => Masters::fetch(&mut con).await?,
         };
+        let nodes = match target {
+            Target::One(_) => None,
+            Target::Cluster(urls) => Some(nodes::Nodes::new(
+                urls,
+                config.redis_connect_timeout,
+                config.redis_response_timeout,
+            )?),
+        };
         let script = |body| redis::Script::new(&script_text(body));
         let shared = Arc::new(Shared {
             con: RwLock::new(con),
             waiting: RwLock::new(waiting),
             cluster,
+            nodes,
             replica_reads,
             owed: Mutex::new(Vec::new()),
             masters: Mutex::new(Arc::new(masters)),

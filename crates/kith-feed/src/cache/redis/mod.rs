@@ -1,12 +1,15 @@
 //! The Redis backend, on one Redis or a Redis Cluster (`con.rs`): keys under a prefix so
 //! several servers can share it, and one reconnecting multiplexed connection (requests from
-//! all tasks are pipelined on it).
+//! all tasks are pipelined on it). On a cluster, calls whose node kith chooses (the slot
+//! map's reading, fan-out, the probe, the repairs) go on kith's own connection to that
+//! node (`nodes.rs`) instead.
 //!
 //! Every call is bounded in time (the connection timeout plus the response timeout) and
 //! goes through the circuit breaker of `health.rs`: once Redis is found unavailable
 //! (unreachable, refusing writes, or timing out for twice the response timeout), calls
 //! fail at once until a probe, every probe interval, gets a write through (and, on a
-//! cluster, finds every slot served). The feed answers failed reads from the store, so a
+//! cluster, finds every master of a fresh slot map answering and every slot served, then
+//! replaces the cluster connections). The feed answers failed reads from the store, so a
 //! Redis that is down, paused or refusing writes costs speed, not answers.
 //!
 //! Keys: `<prefix>:p:<id>` holds a post's stored form, `<prefix>:f:{<uid>}` a friend list
@@ -40,10 +43,12 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInf
 use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
 use super::con::{At, Con, Masters, Node, slot};
+use nodes::Lane;
 
 mod connect;
 mod lists;
 mod near;
+mod nodes;
 mod timelines;
 mod upkeep;
 use super::health::Health;
@@ -78,8 +83,11 @@ struct Shared {
     /// A second connection, for write-back's `WAIT`s, which hold a connection until a
     /// replica confirms: nothing else waits behind them.
     waiting: RwLock<Con>,
-    /// A cluster's client, to replace both connections when the probe keeps timing out.
+    /// A cluster's client, to replace the connections when the probe closes the circuit.
     cluster: Option<redis::cluster::ClusterClient>,
+    /// On a cluster, kith's own connections to each node (`nodes.rs`): the slot map's
+    /// reading, fan-out, the probe and the repairs go to the node kith's map names.
+    nodes: Option<nodes::Nodes>,
     /// On a cluster, a client and its connection that read from replicas (`READONLY`), for
     /// write-back's reads while a master cannot answer (`writeback.rs`).
     replica_reads: Option<(redis::cluster::ClusterClient, RwLock<Con>)>,
@@ -369,31 +377,41 @@ impl Shared {
 
     async fn per_master_once(&self, cmds: &[(String, Cmd)], confirm: bool) -> RedisResult<()> {
         let masters = self.masters();
-        // Grouped by master, each group routed as its first key is (`Masters::target`),
-        // with whether it waits for a replica.
+        // Grouped by master, each group routed as its first key is (`Masters::target`; with
+        // kith's own connections, to the master's address), with whether it waits for a
+        // replica.
+        let direct = self.nodes.is_some();
         let mut groups: HashMap<String, (At, redis::Pipeline, bool)> = HashMap::new();
         for (key, cmd) in cmds {
-            let (node, at, wait) = masters.target(slot(key.as_bytes()), confirm);
+            let (node, at, wait) = masters.target(slot(key.as_bytes()), confirm || direct);
+            let wait = wait && confirm;
             let (_, pipe, _) = groups.entry(node).or_insert_with(|| (at, redis::pipe(), wait));
             pipe.add_command(cmd.clone()).ignore();
         }
-        let sends = groups.into_values().map(|(at, mut pipe, wait)| {
-            let mut con = if wait { self.waiting_con() } else { self.con() };
-            async move {
-                if !wait {
-                    return con.pipeline_to(&at, &pipe).await;
-                }
+        let sends = groups.into_values().map(|(at, mut pipe, wait)| async move {
+            if wait {
                 pipe.cmd("WAIT").arg(1).arg(CONFIRM_WAIT_MS);
-                match con.pipeline_values_to(&at, &pipe).await?.last() {
-                    Some(redis::Value::Int(n)) if *n >= 1 => Ok(()),
-                    // Not an outage (the circuit stays closed): the caller's entries are
-                    // stale here.
-                    _ => Err(RedisError::from((
-                        redis::ErrorKind::ResponseError,
-                        NOT_CONFIRMED,
-                        format!("no replica confirmed it within {CONFIRM_WAIT_MS} ms"),
-                    ))),
+            }
+            let values = match (&self.nodes, &at) {
+                (Some(nodes), At::Node(host, port)) => {
+                    let lane = if wait { Lane::Waiting } else { Lane::Plain };
+                    nodes.pipeline(&(host.clone(), *port), lane, &pipe).await?
                 }
+                _ => {
+                    let mut con = if wait { self.waiting_con() } else { self.con() };
+                    con.pipeline_values_to(&at, &pipe).await?
+                }
+            };
+            match values.last() {
+                _ if !wait => Ok(()),
+                Some(redis::Value::Int(n)) if *n >= 1 => Ok(()),
+                // Not an outage (the circuit stays closed): the caller's entries are
+                // stale here.
+                _ => Err(RedisError::from((
+                    redis::ErrorKind::ResponseError,
+                    NOT_CONFIRMED,
+                    format!("no replica confirmed it within {CONFIRM_WAIT_MS} ms"),
+                ))),
             }
         });
         let got = try_join_all(sends).await.map(drop);
@@ -408,6 +426,16 @@ impl Shared {
     async fn load_everywhere(&self, body: &str) -> RedisResult<()> {
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(script_text(body));
+        let masters = self.masters();
+        if let Some(nodes) = &self.nodes
+            && !masters.is_empty()
+        {
+            let loads = masters.all().iter().map(|m| {
+                let (node, load) = ((m.host.clone(), m.port), &load);
+                async move { nodes.command(&node, Lane::Plain, load).await.map(drop) }
+            });
+            return try_join_all(loads).await.map(drop);
+        }
         let mut con = self.con();
         match &mut con {
             Con::Single(c) => load.query_async::<String>(c).await.map(drop),

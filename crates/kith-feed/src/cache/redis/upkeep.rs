@@ -7,31 +7,36 @@ use std::sync::{Arc, PoisonError, Weak};
 
 use redis::{AsyncCommands, RedisError, RedisResult};
 
-use super::{REPAIR_BATCH, Shared, WATCH_INTERVAL, glob_escape};
+use super::nodes::Lane;
+use super::{REPAIR_BATCH, Shared, WATCH_INTERVAL, glob_escape, timed_out};
 use crate::cache::List;
-use crate::cache::con::{Con, Master, Masters};
+use crate::cache::con::{Con, Master, Masters, slot};
 use crate::cache::health::{MAX_STALE, unavailable};
 
-/// Probes in a row that timed out before a cluster's connections are replaced. One: in the
-/// `kill-redis` trials every outage's probe timed out on the old connections until they
-/// were replaced (three rounds of 2.25 s at the default timeouts, when this was 3) and
-/// succeeded at the next round after that, while the surviving masters and the failed-over
-/// replica served.
-const REPLACE_AFTER: u32 = 1;
 /// The longest a probe failing at the same step goes unreported.
 const TELL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Shared {
     /// Reads a cluster's slot map again; returns the masters that took slots over from
-    /// another master since the last read, and adds them to what the watcher owes.
+    /// another master since the last read, and adds them to what the watcher owes. Empty
+    /// when the map cannot be read now.
     pub(super) async fn refresh(&self) -> Vec<Master> {
-        let mut con = self.con();
-        let Ok(Ok(now)) = tokio::time::timeout(self.deadline, Masters::fetch(&mut con)).await
-        else {
-            return Vec::new();
+        self.read_map().await.unwrap_or_default()
+    }
+
+    /// As [`Shared::refresh`], with why the map could not be read.
+    async fn read_map(&self) -> RedisResult<Vec<Master>> {
+        let now = match &self.nodes {
+            Some(nodes) => nodes.slot_map(&self.masters()).await?,
+            None => {
+                let mut con = self.con();
+                tokio::time::timeout(self.deadline, Masters::fetch(&mut con))
+                    .await
+                    .unwrap_or_else(|_| Err(timed_out("CLUSTER SLOTS", self.deadline)))?
+            }
         };
         if now.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let mut slot = self.masters.lock().unwrap_or_else(PoisonError::into_inner);
         let taken = now.taken_over_from(&slot);
@@ -43,7 +48,7 @@ impl Shared {
                 owed.push(m.clone());
             }
         }
-        taken
+        Ok(taken)
     }
 
     /// A cluster's watcher, until the backend is dropped: reads the slot map every
@@ -116,14 +121,25 @@ impl Shared {
                 let mut scan = redis::cmd("SCAN");
                 scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(REPAIR_BATCH);
                 let mut con = self.con();
-                let reply = match node {
-                    Some(node) => self.bounded("SCAN", con.command_at(node, &scan)).await?,
-                    None => self.bounded("SCAN", scan.query_async(&mut con)).await?,
+                let reply = match (node, &self.nodes) {
+                    (Some(node), Some(nodes)) => nodes.command(node, Lane::Plain, &scan).await?,
+                    (Some(node), None) => self.bounded("SCAN", con.command_at(node, &scan)).await?,
+                    (None, _) => self.bounded("SCAN", scan.query_async(&mut con)).await?,
                 };
                 let (next, keys): (u64, Vec<String>) = redis::from_redis_value(&reply)?;
                 if !keys.is_empty() {
                     dropped += keys.len();
-                    self.bounded("UNLINK", con.unlink::<_, ()>(keys)).await?;
+                    match (node, &self.nodes) {
+                        // One UNLINK per key: a node refuses one over keys of several slots.
+                        (Some(node), Some(nodes)) => {
+                            let mut unlink = redis::pipe();
+                            for key in keys {
+                                unlink.cmd("UNLINK").arg(key).ignore();
+                            }
+                            nodes.pipeline(node, Lane::Plain, &unlink).await?;
+                        }
+                        _ => self.bounded("UNLINK", con.unlink::<_, ()>(keys)).await?,
+                    }
                 }
                 if next == 0 {
                     break;
@@ -158,13 +174,11 @@ impl Shared {
     }
 
     /// Every probe interval, until the backend is dropped or nothing is left to do: repairs,
-    /// and closes the circuit once Redis takes a write; goes on while entries marked stale
-    /// are left. On a cluster, after [`REPLACE_AFTER`] probes in a row that timed out, both
-    /// connections are replaced by new ones from the slot map up: a cluster connection may
-    /// keep asking a node that is gone or no longer serves the slot.
+    /// and closes the circuit once Redis takes a write (on a cluster, once every master of
+    /// a fresh slot map answers, past a replacement of the cluster connections); goes on
+    /// while entries marked stale are left.
     pub(super) async fn probe(shared: Weak<Shared>) {
         let started = std::time::Instant::now();
-        let mut timeouts = 0;
         let mut told: Option<(std::time::Instant, &str)> = None;
         loop {
             let interval = match shared.upgrade() {
@@ -175,9 +189,13 @@ impl Shared {
             let Some(s) = shared.upgrade() else { return };
             let trips = s.health.trips();
             let mut step = "probe";
-            match s.recover(&mut step).await {
+            let mut got = s.recover(&mut step).await;
+            if got.is_ok() && s.health.check().is_err() {
+                step = "replacing the cluster connections";
+                got = s.replace_connections().await;
+            }
+            match got {
                 Ok(()) => {
-                    timeouts = 0;
                     if s.health.close(trips) {
                         eprintln!(
                             "kith feed: redis is serving again ({:.1} s after the probe started)",
@@ -198,19 +216,17 @@ impl Shared {
                     // a call that failed.
                     s.opens_on(&e);
                     s.health.still_failing(&e);
-                    timeouts = if e.is_timeout() || e.is_io_error() { timeouts + 1 } else { 0 };
-                    if timeouts >= REPLACE_AFTER && s.replace_connections().await {
-                        timeouts = 0;
-                    }
                 }
             }
         }
     }
 
-    /// New cluster connections in place of all three; false on one Redis (its connection
-    /// manager reconnects by itself) or when they cannot be made now.
-    async fn replace_connections(&self) -> bool {
-        let Some(client) = &self.cluster else { return false };
+    /// New cluster connections in place of all three, before the circuit closes: a cluster
+    /// connection that asked a node while it was down may go on waiting on its slot-map
+    /// refresh (`nodes.rs`), and a new one reads the map as it is now. Nothing to do on one
+    /// Redis (its connection manager reconnects by itself).
+    async fn replace_connections(&self) -> RedisResult<()> {
+        let Some(client) = &self.cluster else { return Ok(()) };
         let made = async {
             Ok::<_, RedisError>((
                 client.get_async_connection().await?,
@@ -224,38 +240,49 @@ impl Shared {
             }
         };
         let made = async { Ok::<_, RedisError>((made.await?, replicas.await?)) };
-        match tokio::time::timeout(self.deadline * 2, made).await {
-            Ok(Ok(((con, waiting), replicas))) => {
-                *self.con.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(con);
-                *self.waiting.write().unwrap_or_else(PoisonError::into_inner) =
-                    Con::Cluster(waiting);
-                if let (Some((_, at)), Some(replicas)) = (&self.replica_reads, replicas) {
-                    *at.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(replicas);
-                }
-                eprintln!(
-                    "kith feed: replaced the redis cluster connections after {REPLACE_AFTER} probe(s) in a row timed out"
-                );
-                true
-            }
-            _ => false,
+        let ((con, waiting), replicas) = tokio::time::timeout(self.deadline * 2, made)
+            .await
+            .unwrap_or_else(|_| Err(timed_out("new cluster connections", self.deadline * 2)))?;
+        *self.con.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(con);
+        *self.waiting.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(waiting);
+        if let (Some((_, at)), Some(replicas)) = (&self.replica_reads, replicas) {
+            *at.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(replicas);
         }
+        Ok(())
     }
 
     /// A write (so a Redis that answers but refuses writes stays unavailable), then the
     /// repairs: stale friend and followee lists and timelines deleted, and every timeline
     /// dropped if too many missed pushes to remember.
     async fn recover(&self, step: &mut &'static str) -> RedisResult<()> {
-        let mut con = self.con();
+        let key = format!("{}:probe", self.prefix);
         let mut probe = redis::cmd("SET");
-        probe.arg(format!("{}:probe", self.prefix)).arg(1).arg("PX").arg(60_000);
-        let first = self.bounded("probe", probe.query_async::<()>(&mut con)).await;
-        if let Err(e) = first {
-            // The first call after a restart finds the old connection dropped and starts
-            // a new one; the second waits for it.
-            if !e.is_io_error() {
-                return Err(e);
+        probe.arg(&key).arg(1).arg("PX").arg(60_000);
+        let mut con = self.con();
+        match &self.nodes {
+            Some(nodes) => {
+                *step = "reading the slot map";
+                self.read_map().await?;
+                let masters = self.masters();
+                *step = "probe";
+                let Some(m) = masters.of(slot(key.as_bytes())) else {
+                    return Err(not_served("the slot map does not cover the probe's key"));
+                };
+                nodes.command(&(m.host.clone(), m.port), Lane::Plain, &probe).await?;
+                *step = "pinging every master";
+                nodes.ping_masters(&masters).await?;
             }
-            self.bounded("probe", probe.query_async::<()>(&mut con)).await?;
+            None => {
+                let first = self.bounded("probe", probe.query_async::<()>(&mut con)).await;
+                if let Err(e) = first {
+                    // The first call after a restart finds the old connection dropped and
+                    // starts a new one; the second waits for it.
+                    if !e.is_io_error() {
+                        return Err(e);
+                    }
+                    self.bounded("probe", probe.query_async::<()>(&mut con)).await?;
+                }
+            }
         }
         // Only the marks made before this pass: later ones are left to the next pass, so
         // the pass ends however often entries are marked again meanwhile.
@@ -295,17 +322,18 @@ impl Shared {
             return Err(e);
         }
         *step = "CLUSTER INFO";
-        if !self.masters().is_empty() {
-            // Every slot served, as the cluster sees itself.
-            let info: String = self
-                .bounded("CLUSTER INFO", redis::cmd("CLUSTER").arg("INFO").query_async(&mut con))
-                .await?;
+        if let Some(nodes) = &self.nodes {
+            // Every slot served, as the cluster sees itself (asked of the probe key's master).
+            let masters = self.masters();
+            let Some(m) = masters.of(slot(key.as_bytes())) else {
+                return Err(not_served("the slot map does not cover the probe's key"));
+            };
+            let mut info = redis::cmd("CLUSTER");
+            info.arg("INFO");
+            let info = nodes.command(&(m.host.clone(), m.port), Lane::Plain, &info).await?;
+            let info: String = redis::from_redis_value(&info)?;
             if !info.contains("cluster_state:ok") {
-                return Err(RedisError::from((
-                    redis::ErrorKind::ClusterDown,
-                    "cluster not ok",
-                    "some slots have no reachable master".to_string(),
-                )));
+                return Err(not_served("some slots have no reachable master"));
             }
         }
         if let Some(loss) = self.health.all_timelines_lost() {
@@ -340,4 +368,9 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+/// The cluster does not serve every slot.
+fn not_served(why: &str) -> RedisError {
+    RedisError::from((redis::ErrorKind::ClusterDown, "cluster not ok", why.to_string()))
 }
