@@ -443,3 +443,37 @@ async fn waiting_posts_are_read_from_the_replica_while_their_master_is_out() {
         read_all().await;
     }
 }
+
+/// A Redis Cluster master paused (not killed) and replaced by its replica: the circuit
+/// closes while the old master stays paused. A paused node accepts connections and never
+/// answers, so nothing the probe waits on may go to it (the cluster connections the probe
+/// makes before it closes the circuit included).
+#[tokio::test]
+async fn the_circuit_closes_once_a_paused_master_is_replaced_while_it_stays_paused() {
+    let (cluster, _down, b) = own_cluster(Duration::from_millis(1000)).await;
+    build(&b, 1, &[101], 0, 10).await;
+    let victim = cluster.master_of_key("kith-fault-test:t:{1}").unwrap();
+    let pid = cluster.nodes[victim - 1].pid.unwrap() as i32;
+    tokio::time::sleep(super::redis::WATCH_INTERVAL * 2).await;
+    // SAFETY: a signal to the test's own Redis child, whose pid the cluster recorded.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let t = Instant::now();
+    while b.health().is_none() {
+        let _ = bounded(Duration::from_secs(5), "timeline read", b.timeline_read(1, u64::MAX, 10))
+            .await;
+        assert!(t.elapsed() < Duration::from_secs(10), "the circuit never opened");
+    }
+    let closed = loop {
+        let (read, _) =
+            bounded(Duration::from_secs(5), "timeline read", b.timeline_read(1, u64::MAX, 10))
+                .await;
+        if b.health().is_none() && read.is_ok() {
+            break t.elapsed();
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "still open: {:?}", b.health());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    eprintln!("the circuit closed {closed:?} after the pause, the old master still paused");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+}

@@ -3,9 +3,11 @@
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use redis::RedisResult;
+use std::time::Duration;
+
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::{IntoConnectionInfo, RedisResult};
 
 use super::super::con::{Con, Masters};
 use super::super::health::Health;
@@ -19,14 +21,15 @@ use crate::error::{Error, Result};
 
 /// A cluster's client: redirections (MOVED, ASK) need retries; two, quickly, keep a call
 /// within its deadline. One that reads from replicas sends `READONLY` on every connection.
-pub(super) fn cluster_client(
-    urls: &[String],
-    config: &FeedConfig,
+pub(super) fn cluster_client<T: IntoConnectionInfo>(
+    first: impl IntoIterator<Item = T>,
+    connect: Duration,
+    response: Duration,
     from_replicas: bool,
 ) -> RedisResult<ClusterClient> {
-    let builder = ClusterClientBuilder::new(urls.to_vec())
-        .connection_timeout(config.redis_connect_timeout)
-        .response_timeout(config.redis_response_timeout)
+    let builder = ClusterClientBuilder::new(first)
+        .connection_timeout(connect)
+        .response_timeout(response)
         .retries(2)
         .min_retry_wait(10)
         .max_retry_wait(100);
@@ -46,6 +49,7 @@ impl Redis {
                 config.redis_prefix
             )));
         }
+        let timeouts = (config.redis_connect_timeout, config.redis_response_timeout);
         let connect = || async {
             Ok::<Con, Error>(match target {
                 Target::One(url) => {
@@ -59,7 +63,12 @@ impl Redis {
                     Con::Single(ConnectionManager::new_with_config(client, manager).await?)
                 }
                 Target::Cluster(urls) => {
-                    let client = cluster_client(urls, config, false)?;
+                    let client = cluster_client(
+                        urls.iter().map(String::as_str),
+                        timeouts.0,
+                        timeouts.1,
+                        false,
+                    )?;
                     Con::Cluster(client.get_async_connection().await?)
                 }
             })
@@ -68,12 +77,18 @@ impl Redis {
         let waiting = connect().await?;
         let cluster = match target {
             Target::One(_) => None,
-            Target::Cluster(urls) => Some(cluster_client(urls, config, false)?),
+            Target::Cluster(urls) => Some(cluster_client(
+                urls.iter().map(String::as_str),
+                timeouts.0,
+                timeouts.1,
+                false,
+            )?),
         };
         let replica_reads = match target {
             Target::One(_) => None,
             Target::Cluster(urls) => {
-                let client = cluster_client(urls, config, true)?;
+                let client =
+                    cluster_client(urls.iter().map(String::as_str), timeouts.0, timeouts.1, true)?;
                 let con = Con::Cluster(client.get_async_connection().await?);
                 Some((client, RwLock::new(con)))
             }

@@ -10,7 +10,8 @@
 //! only the calls sent to it, each within the timeouts.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::select_ok;
@@ -31,20 +32,28 @@ pub(super) enum Lane {
     Waiting,
 }
 
-/// Per-node connections, made when first needed and dropped after a call on them failed
-/// on the network or timed out (the next call makes a new one).
+/// Per-node connections, made when first needed (by one caller at a time per node and
+/// lane) and dropped after a call on them failed on the network or timed out (the next
+/// call makes a new one).
 pub(super) struct Nodes {
     /// The addresses the backend was given, asked for the slot map when no known node
     /// answers.
     seeds: Vec<Node>,
     /// The settings of the first address (credentials, database), used for every node.
     redis: RedisConnectionInfo,
+    connect: Duration,
+    response: Duration,
     config: AsyncConnectionConfig,
     deadline: Duration,
-    lanes: Mutex<HashMap<(Node, Lane), MultiplexedConnection>>,
+    lanes: Mutex<HashMap<(Node, Lane), Arc<Lock>>>,
+    /// Numbers the connections made, so that a failed call forgets only the one it used.
+    made: AtomicU64,
     /// The node whose slot map was read last, asked first next time.
     last: Mutex<Option<Node>>,
 }
+
+/// One node's connection on one lane, with its number; locked while it is being made.
+type Lock = tokio::sync::Mutex<Option<(u64, MultiplexedConnection)>>;
 
 impl Nodes {
     pub(super) fn new(
@@ -64,48 +73,87 @@ impl Nodes {
         Ok(Nodes {
             seeds,
             redis: redis.unwrap_or_default(),
+            connect,
+            response,
             config: AsyncConnectionConfig::new()
                 .set_connection_timeout(connect)
                 .set_response_timeout(response),
             deadline: connect + response,
             lanes: Mutex::new(HashMap::new()),
+            made: AtomicU64::new(0),
             last: Mutex::new(None),
         })
     }
 
-    async fn con(&self, node: &Node, lane: Lane) -> RedisResult<MultiplexedConnection> {
-        let key = (node.clone(), lane);
-        if let Some(c) = self.lanes.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-            return Ok(c.clone());
-        }
-        let info = ConnectionInfo {
+    fn info(&self, node: &Node) -> ConnectionInfo {
+        ConnectionInfo {
             addr: ConnectionAddr::Tcp(node.0.clone(), node.1),
             redis: self.redis.clone(),
-        };
-        let client = redis::Client::open(info)?;
+        }
+    }
+
+    fn lock(&self, node: &Node, lane: Lane) -> Arc<Lock> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        lanes.entry((node.clone(), lane)).or_default().clone()
+    }
+
+    async fn con(&self, node: &Node, lane: Lane) -> RedisResult<(u64, MultiplexedConnection)> {
+        let lock = self.lock(node, lane);
+        let mut slot = lock.lock().await;
+        if let Some(made) = &*slot {
+            return Ok(made.clone());
+        }
+        let client = redis::Client::open(self.info(node))?;
         let made = client.get_multiplexed_async_connection_with_config(&self.config);
         let made = tokio::time::timeout(self.deadline, made).await.unwrap_or_else(|_| {
             Err(super::timed_out(&format!("connecting to {}:{}", node.0, node.1), self.deadline))
         })?;
-        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(lanes.entry(key).or_insert(made).clone())
+        let made = (self.made.fetch_add(1, Ordering::Relaxed), made);
+        *slot = Some(made.clone());
+        Ok(made)
     }
 
-    /// Forgets the connection a call failed on, unless the node answered (an error reply).
-    fn after<T>(&self, node: &Node, lane: Lane, got: RedisResult<T>) -> RedisResult<T> {
-        if let Err(e) = &got
+    /// Forgets the connection `used` a call failed on, unless the node answered (an error
+    /// reply) or another connection replaced it meanwhile.
+    fn after<T>(
+        &self,
+        node: &Node,
+        lane: Lane,
+        used: Option<u64>,
+        got: RedisResult<T>,
+    ) -> RedisResult<T> {
+        if let (Err(e), Some(used)) = (&got, used)
             && (e.is_io_error() || e.is_timeout() || e.is_connection_dropped())
+            && let Ok(mut slot) = self.lock(node, lane).try_lock()
+            && slot.as_ref().is_some_and(|(n, _)| *n == used)
         {
-            self.lanes.lock().unwrap_or_else(PoisonError::into_inner).remove(&(node.clone(), lane));
+            *slot = None;
         }
         got
     }
 
+    /// A cluster client whose first nodes are the masters of `map` (the probe has just
+    /// heard from each): the `redis` crate makes a new cluster connection only once every
+    /// first node has answered or timed out, so a paused node among them would hold it.
+    pub(super) fn cluster_client(
+        &self,
+        map: &Masters,
+        from_replicas: bool,
+    ) -> RedisResult<redis::cluster::ClusterClient> {
+        let first = map.all().iter().map(|m| self.info(&(m.host.clone(), m.port)));
+        super::connect::cluster_client(first, self.connect, self.response, from_replicas)
+    }
+
     /// One command to the node at `node`, within the deadline; an error reply is an error.
     pub(super) async fn command(&self, node: &Node, lane: Lane, cmd: &Cmd) -> RedisResult<Value> {
-        let call = async { cmd.query_async(&mut self.con(node, lane).await?).await };
+        let mut used = None;
+        let call = async {
+            let (n, mut con) = self.con(node, lane).await?;
+            used = Some(n);
+            cmd.query_async(&mut con).await
+        };
         let got = self.bounded(node, call).await;
-        self.after(node, lane, got)
+        self.after(node, lane, used, got)
     }
 
     /// A pipeline to the node at `node`, within the deadline: every reply not ignored, or
@@ -116,9 +164,14 @@ impl Nodes {
         lane: Lane,
         pipe: &Pipeline,
     ) -> RedisResult<Vec<Value>> {
-        let call = async { pipe.query_async(&mut self.con(node, lane).await?).await };
+        let mut used = None;
+        let call = async {
+            let (n, mut con) = self.con(node, lane).await?;
+            used = Some(n);
+            pipe.query_async(&mut con).await
+        };
         let got = self.bounded(node, call).await;
-        self.after(node, lane, got)
+        self.after(node, lane, used, got)
     }
 
     async fn bounded<T>(

@@ -61,7 +61,9 @@ impl Shared {
             s.refresh().await;
             let owed = std::mem::take(&mut *s.owed.lock().unwrap_or_else(PoisonError::into_inner));
             let mut still = Vec::new();
-            for m in owed {
+            // A node no longer a master owes nothing: a replica's data follows its master's.
+            let masters = s.masters();
+            for m in owed.into_iter().filter(|m| masters.all().iter().any(|now| now.id == m.id)) {
                 let node = (m.host.clone(), m.port);
                 match s.drop_on(Some(&node), &["t", "f", "g"]).await {
                     Ok(n) => eprintln!(
@@ -189,10 +191,14 @@ impl Shared {
             let Some(s) = shared.upgrade() else { return };
             let trips = s.health.trips();
             let mut step = "probe";
-            let mut got = s.recover(&mut step).await;
-            if got.is_ok() && s.health.check().is_err() {
-                step = "replacing the cluster connections";
-                got = s.replace_connections().await;
+            let got = s.recover(&mut step).await;
+            if got.is_ok()
+                && s.health.check().is_err()
+                && let Err(e) = s.replace_connections().await
+            {
+                // Closed all the same: the old connections' calls are bounded, and timeouts
+                // that keep coming open the circuit again, whose probe tries anew.
+                eprintln!("kith feed: kept the old redis cluster connections: {e}");
             }
             match got {
                 Ok(()) => {
@@ -223,24 +229,23 @@ impl Shared {
 
     /// New cluster connections in place of all three, before the circuit closes: a cluster
     /// connection that asked a node while it was down may go on waiting on its slot-map
-    /// refresh (`nodes.rs`), and a new one reads the map as it is now. Nothing to do on one
-    /// Redis (its connection manager reconnects by itself).
+    /// refresh (`nodes.rs`), and a new one reads the map as it is now. They are made from
+    /// the masters of the slot map the probe has just read, all three at once. Nothing to
+    /// do on one Redis (its connection manager reconnects by itself).
     async fn replace_connections(&self) -> RedisResult<()> {
-        let Some(client) = &self.cluster else { return Ok(()) };
+        let Some(nodes) = &self.nodes else { return Ok(()) };
+        let masters = self.masters();
+        let (client, replicas) =
+            (nodes.cluster_client(&masters, false)?, nodes.cluster_client(&masters, true)?);
         let made = async {
-            Ok::<_, RedisError>((
-                client.get_async_connection().await?,
-                client.get_async_connection().await?,
-            ))
+            tokio::try_join!(client.get_async_connection(), client.get_async_connection(), async {
+                match &self.replica_reads {
+                    Some(_) => replicas.get_async_connection().await.map(Some),
+                    None => Ok(None),
+                }
+            },)
         };
-        let replicas = async {
-            match &self.replica_reads {
-                Some((client, _)) => client.get_async_connection().await.map(Some),
-                None => Ok(None),
-            }
-        };
-        let made = async { Ok::<_, RedisError>((made.await?, replicas.await?)) };
-        let ((con, waiting), replicas) = tokio::time::timeout(self.deadline * 2, made)
+        let (con, waiting, replicas) = tokio::time::timeout(self.deadline * 2, made)
             .await
             .unwrap_or_else(|_| Err(timed_out("new cluster connections", self.deadline * 2)))?;
         *self.con.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(con);
