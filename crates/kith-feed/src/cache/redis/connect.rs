@@ -75,22 +75,12 @@ impl Redis {
         };
         let mut con = connect().await?;
         let waiting = connect().await?;
-        let cluster = match target {
-            Target::One(_) => None,
-            Target::Cluster(urls) => Some(cluster_client(
-                urls.iter().map(String::as_str),
-                timeouts.0,
-                timeouts.1,
-                false,
-            )?),
-        };
         let replica_reads = match target {
             Target::One(_) => None,
             Target::Cluster(urls) => {
                 let client =
                     cluster_client(urls.iter().map(String::as_str), timeouts.0, timeouts.1, true)?;
-                let con = Con::Cluster(client.get_async_connection().await?);
-                Some((client, RwLock::new(con)))
+                Some(RwLock::new(Con::Cluster(client.get_async_connection().await?)))
             }
         };
         let _: String = redis::cmd("PING").query_async(&mut con).await?;
@@ -110,7 +100,6 @@ impl Redis {
         let shared = Arc::new(Shared {
             con: RwLock::new(con),
             waiting: RwLock::new(waiting),
-            cluster,
             nodes,
             replica_reads,
             owed: Mutex::new(Vec::new()),

@@ -83,14 +83,12 @@ struct Shared {
     /// A second connection, for write-back's `WAIT`s, which hold a connection until a
     /// replica confirms: nothing else waits behind them.
     waiting: RwLock<Con>,
-    /// A cluster's client, to replace the connections when the probe closes the circuit.
-    cluster: Option<redis::cluster::ClusterClient>,
     /// On a cluster, kith's own connections to each node (`nodes.rs`): the slot map's
     /// reading, fan-out, the probe and the repairs go to the node kith's map names.
     nodes: Option<nodes::Nodes>,
-    /// On a cluster, a client and its connection that read from replicas (`READONLY`), for
-    /// write-back's reads while a master cannot answer (`writeback.rs`).
-    replica_reads: Option<(redis::cluster::ClusterClient, RwLock<Con>)>,
+    /// On a cluster, a connection that reads from replicas (`READONLY`), for write-back's
+    /// reads while a master cannot answer (`writeback.rs`).
+    replica_reads: Option<RwLock<Con>>,
     /// Masters that took slots over, found by any reading of the slot map, for the watcher
     /// to drop entries on.
     owed: Mutex<Vec<super::con::Master>>,
@@ -163,7 +161,7 @@ impl Redis {
 
     /// Whether this is a Redis Cluster.
     pub(crate) fn is_cluster(&self) -> bool {
-        self.shared.cluster.is_some()
+        self.shared.nodes.is_some()
     }
 
     /// Why Redis is not serving, or `None` while it is.
@@ -216,7 +214,7 @@ impl Redis {
     ) -> RedisResult<redis::Value> {
         let shared = &self.shared;
         let mut con = match (&shared.replica_reads, replica) {
-            (Some((_, at)), true) => at.read().unwrap_or_else(PoisonError::into_inner).clone(),
+            (Some(at), true) => at.read().unwrap_or_else(PoisonError::into_inner).clone(),
             _ => shared.con(),
         };
         shared.bounded(what, con.command_at(node, cmd)).await

@@ -99,7 +99,7 @@ impl Shared {
     }
 
     async fn ping_replicas(&self) {
-        let Some((_, at)) = &self.replica_reads else { return };
+        let Some(at) = &self.replica_reads else { return };
         let masters = self.masters();
         let pings = masters.all().iter().flat_map(|m| &m.seen).map(|node| {
             let mut con = at.read().unwrap_or_else(PoisonError::into_inner).clone();
@@ -250,7 +250,7 @@ impl Shared {
             .unwrap_or_else(|_| Err(timed_out("new cluster connections", self.deadline * 2)))?;
         *self.con.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(con);
         *self.waiting.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(waiting);
-        if let (Some((_, at)), Some(replicas)) = (&self.replica_reads, replicas) {
+        if let (Some(at), Some(replicas)) = (&self.replica_reads, replicas) {
             *at.write().unwrap_or_else(PoisonError::into_inner) = Con::Cluster(replicas);
         }
         Ok(())
