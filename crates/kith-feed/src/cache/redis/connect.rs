@@ -3,11 +3,7 @@
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use std::time::Duration;
-
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClient, ClusterClientBuilder};
-use redis::{IntoConnectionInfo, RedisResult};
 
 use super::super::con::{Con, Masters};
 use super::super::health::Health;
@@ -15,26 +11,10 @@ use super::super::lua::{
     LUA_ADD, LUA_BEGIN, LUA_FINISH, LUA_FRIENDS_DROP, LUA_FRIENDS_FILL, LUA_READ, LUA_REMOVE,
     script_text,
 };
-use super::{Redis, Shared, Target, near, nodes};
+use super::nodes::{self, cluster_client};
+use super::{Redis, Shared, Target, near};
 use crate::config::FeedConfig;
 use crate::error::{Error, Result};
-
-/// A cluster's client: redirections (MOVED, ASK) need retries; two, quickly, keep a call
-/// within its deadline. One that reads from replicas sends `READONLY` on every connection.
-pub(super) fn cluster_client<T: IntoConnectionInfo>(
-    first: impl IntoIterator<Item = T>,
-    connect: Duration,
-    response: Duration,
-    from_replicas: bool,
-) -> RedisResult<ClusterClient> {
-    let builder = ClusterClientBuilder::new(first)
-        .connection_timeout(connect)
-        .response_timeout(response)
-        .retries(2)
-        .min_retry_wait(10)
-        .max_retry_wait(100);
-    if from_replicas { builder.read_from_replicas() } else { builder }.build()
-}
 
 impl Redis {
     /// Connects to one Redis or a cluster with the timeouts of `config`, checked with a

@@ -43,7 +43,7 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInf
 use redis::{AsyncCommands, Cmd, RedisError, RedisResult};
 
 use super::con::{At, Con, Masters, Node, slot};
-use nodes::Lane;
+use nodes::{Lane, timed_out};
 
 mod connect;
 mod lists;
@@ -137,12 +137,6 @@ const CONFIRM_WAIT_MS: u64 = 200;
 const REPAIR_BATCH: usize = 1000;
 /// The error of a write no replica confirmed in time.
 const NOT_CONFIRMED: &str = "not confirmed";
-
-/// A call that took longer than the deadline.
-fn timed_out(what: &str, deadline: Duration) -> RedisError {
-    let msg = format!("{what} timed out after {} ms", deadline.as_millis());
-    RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, msg))
-}
 
 /// `s` with the glob characters of SCAN's MATCH escaped.
 fn glob_escape(s: &str) -> String {

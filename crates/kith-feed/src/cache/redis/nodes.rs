@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use futures_util::future::select_ok;
 use redis::aio::MultiplexedConnection;
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::{
     AsyncConnectionConfig, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Pipeline,
-    RedisConnectionInfo, RedisResult, Value,
+    RedisConnectionInfo, RedisError, RedisResult, Value,
 };
 
 use crate::cache::con::{Masters, Node};
@@ -106,7 +107,7 @@ impl Nodes {
         let client = redis::Client::open(self.info(node))?;
         let made = client.get_multiplexed_async_connection_with_config(&self.config);
         let made = tokio::time::timeout(self.deadline, made).await.unwrap_or_else(|_| {
-            Err(super::timed_out(&format!("connecting to {}:{}", node.0, node.1), self.deadline))
+            Err(timed_out(&format!("connecting to {}:{}", node.0, node.1), self.deadline))
         })?;
         let made = (self.made.fetch_add(1, Ordering::Relaxed), made);
         *slot = Some(made.clone());
@@ -139,9 +140,9 @@ impl Nodes {
         &self,
         map: &Masters,
         from_replicas: bool,
-    ) -> RedisResult<redis::cluster::ClusterClient> {
+    ) -> RedisResult<ClusterClient> {
         let first = map.all().iter().map(|m| self.info(&(m.host.clone(), m.port)));
-        super::connect::cluster_client(first, self.connect, self.response, from_replicas)
+        cluster_client(first, self.connect, self.response, from_replicas)
     }
 
     /// One command to the node at `node`, within the deadline; an error reply is an error.
@@ -180,7 +181,7 @@ impl Nodes {
         call: impl Future<Output = RedisResult<T>>,
     ) -> RedisResult<T> {
         tokio::time::timeout(self.deadline, call).await.unwrap_or_else(|_| {
-            Err(super::timed_out(&format!("a call to {}:{}", node.0, node.1), self.deadline))
+            Err(timed_out(&format!("a call to {}:{}", node.0, node.1), self.deadline))
         })
     }
 
@@ -240,6 +241,29 @@ impl Nodes {
         });
         futures_util::future::try_join_all(pings).await.map(drop)
     }
+}
+
+/// A call that took longer than the deadline.
+pub(super) fn timed_out(what: &str, deadline: Duration) -> RedisError {
+    let msg = format!("{what} timed out after {} ms", deadline.as_millis());
+    RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, msg))
+}
+
+/// A cluster's client: redirections (MOVED, ASK) need retries; two, quickly, keep a call
+/// within its deadline. One that reads from replicas sends `READONLY` on every connection.
+pub(super) fn cluster_client<T: IntoConnectionInfo>(
+    first: impl IntoIterator<Item = T>,
+    connect: Duration,
+    response: Duration,
+    from_replicas: bool,
+) -> RedisResult<ClusterClient> {
+    let builder = ClusterClientBuilder::new(first)
+        .connection_timeout(connect)
+        .response_timeout(response)
+        .retries(2)
+        .min_retry_wait(10)
+        .max_retry_wait(100);
+    if from_replicas { builder.read_from_replicas() } else { builder }.build()
 }
 
 #[cfg(test)]
