@@ -147,14 +147,7 @@ impl Nodes {
 
     /// One command to the node at `node`, within the deadline; an error reply is an error.
     pub(super) async fn command(&self, node: &Node, lane: Lane, cmd: &Cmd) -> RedisResult<Value> {
-        let mut used = None;
-        let call = async {
-            let (n, mut con) = self.con(node, lane).await?;
-            used = Some(n);
-            cmd.query_async(&mut con).await
-        };
-        let got = self.bounded(node, call).await;
-        self.after(node, lane, used, got)
+        self.on(node, lane, |mut con| async move { cmd.query_async(&mut con).await }).await
     }
 
     /// A pipeline to the node at `node`, within the deadline: every reply not ignored, or
@@ -165,13 +158,24 @@ impl Nodes {
         lane: Lane,
         pipe: &Pipeline,
     ) -> RedisResult<Vec<Value>> {
+        self.on(node, lane, |mut con| async move { pipe.query_async(&mut con).await }).await
+    }
+
+    /// Runs `call` on the node's connection of `lane`, within the deadline, and forgets the
+    /// connection if the call failed on it (`Nodes::after`).
+    async fn on<T, F: Future<Output = RedisResult<T>>>(
+        &self,
+        node: &Node,
+        lane: Lane,
+        call: impl FnOnce(MultiplexedConnection) -> F,
+    ) -> RedisResult<T> {
         let mut used = None;
-        let call = async {
-            let (n, mut con) = self.con(node, lane).await?;
+        let run = async {
+            let (n, con) = self.con(node, lane).await?;
             used = Some(n);
-            pipe.query_async(&mut con).await
+            call(con).await
         };
-        let got = self.bounded(node, call).await;
+        let got = self.bounded(node, run).await;
         self.after(node, lane, used, got)
     }
 
