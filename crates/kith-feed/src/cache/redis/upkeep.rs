@@ -10,7 +10,7 @@ use redis::{AsyncCommands, RedisError, RedisResult};
 use super::nodes::Lane;
 use super::{REPAIR_BATCH, Shared, WATCH_INTERVAL, glob_escape, timed_out};
 use crate::cache::List;
-use crate::cache::con::{Con, Master, Masters, slot};
+use crate::cache::con::{Con, Master, slot};
 use crate::cache::health::{MAX_STALE, unavailable};
 
 /// The longest a probe failing at the same step goes unreported.
@@ -24,17 +24,10 @@ impl Shared {
         self.read_map().await.unwrap_or_default()
     }
 
-    /// As [`Shared::refresh`], with why the map could not be read.
+    /// As [`Shared::refresh`], with why the map could not be read. Nothing on one Redis.
     async fn read_map(&self) -> RedisResult<Vec<Master>> {
-        let now = match &self.nodes {
-            Some(nodes) => nodes.slot_map(&self.masters()).await?,
-            None => {
-                let mut con = self.con();
-                tokio::time::timeout(self.deadline, Masters::fetch(&mut con))
-                    .await
-                    .unwrap_or_else(|_| Err(timed_out("CLUSTER SLOTS", self.deadline)))?
-            }
-        };
+        let Some(nodes) = &self.nodes else { return Ok(Vec::new()) };
+        let now = nodes.slot_map(&self.masters()).await?;
         if now.is_empty() {
             return Ok(Vec::new());
         }
@@ -123,24 +116,25 @@ impl Shared {
                 let mut scan = redis::cmd("SCAN");
                 scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(REPAIR_BATCH);
                 let mut con = self.con();
-                let reply = match (node, &self.nodes) {
-                    (Some(node), Some(nodes)) => nodes.command(node, Lane::Plain, &scan).await?,
-                    (Some(node), None) => self.bounded("SCAN", con.command_at(node, &scan)).await?,
-                    (None, _) => self.bounded("SCAN", scan.query_async(&mut con)).await?,
+                // A node of a cluster, on kith's connection to it; else the one Redis.
+                let on = node.zip(self.nodes.as_ref());
+                let reply = match on {
+                    Some((node, nodes)) => nodes.command(node, Lane::Plain, &scan).await?,
+                    None => self.bounded("SCAN", scan.query_async(&mut con)).await?,
                 };
                 let (next, keys): (u64, Vec<String>) = redis::from_redis_value(&reply)?;
                 if !keys.is_empty() {
                     dropped += keys.len();
-                    match (node, &self.nodes) {
+                    match on {
                         // One UNLINK per key: a node refuses one over keys of several slots.
-                        (Some(node), Some(nodes)) => {
+                        Some((node, nodes)) => {
                             let mut unlink = redis::pipe();
                             for key in keys {
                                 unlink.cmd("UNLINK").arg(key).ignore();
                             }
                             nodes.pipeline(node, Lane::Plain, &unlink).await?;
                         }
-                        _ => self.bounded("UNLINK", con.unlink::<_, ()>(keys)).await?,
+                        None => self.bounded("UNLINK", con.unlink::<_, ()>(keys)).await?,
                     }
                 }
                 if next == 0 {
@@ -264,7 +258,8 @@ impl Shared {
         let mut probe = redis::cmd("SET");
         probe.arg(&key).arg(1).arg("PX").arg(60_000);
         let mut con = self.con();
-        match &self.nodes {
+        // On a cluster, the probe key's master by a fresh slot map.
+        let probed = match &self.nodes {
             Some(nodes) => {
                 *step = "reading the slot map";
                 self.read_map().await?;
@@ -273,9 +268,11 @@ impl Shared {
                 let Some(m) = masters.of(slot(key.as_bytes())) else {
                     return Err(not_served("the slot map does not cover the probe's key"));
                 };
-                nodes.command(&(m.host.clone(), m.port), Lane::Plain, &probe).await?;
+                let node = (m.host.clone(), m.port);
+                nodes.command(&node, Lane::Plain, &probe).await?;
                 *step = "pinging every master";
                 nodes.ping_masters(&masters).await?;
+                Some((nodes, node))
             }
             None => {
                 let first = self.bounded("probe", probe.query_async::<()>(&mut con)).await;
@@ -287,8 +284,9 @@ impl Shared {
                     }
                     self.bounded("probe", probe.query_async::<()>(&mut con)).await?;
                 }
+                None
             }
-        }
+        };
         // Only the marks made before this pass: later ones are left to the next pass, so
         // the pass ends however often entries are marked again meanwhile.
         let upto = self.health.clock();
@@ -327,15 +325,11 @@ impl Shared {
             return Err(e);
         }
         *step = "CLUSTER INFO";
-        if let Some(nodes) = &self.nodes {
+        if let Some((nodes, node)) = &probed {
             // Every slot served, as the cluster sees itself (asked of the probe key's master).
-            let masters = self.masters();
-            let Some(m) = masters.of(slot(key.as_bytes())) else {
-                return Err(not_served("the slot map does not cover the probe's key"));
-            };
             let mut info = redis::cmd("CLUSTER");
             info.arg("INFO");
-            let info = nodes.command(&(m.host.clone(), m.port), Lane::Plain, &info).await?;
+            let info = nodes.command(node, Lane::Plain, &info).await?;
             let info: String = redis::from_redis_value(&info)?;
             if !info.contains("cluster_state:ok") {
                 return Err(not_served("some slots have no reachable master"));
