@@ -42,6 +42,8 @@ pub struct Shared {
     next_op: std::sync::atomic::AtomicU64,
     /// Servers the health checks found down.
     down: Vec<std::sync::atomic::AtomicBool>,
+    /// When each server last answered a request (ms since `start`, as `f64` bits).
+    answered: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Shared {
@@ -54,6 +56,7 @@ impl Shared {
             recent: Mutex::new(Vec::new()),
             next_op: Default::default(),
             down: (0..n).map(|_| Default::default()).collect(),
+            answered: (0..n).map(|_| Default::default()).collect(),
         }
     }
 
@@ -74,30 +77,46 @@ impl Shared {
             k => up[rng.random_range(0..k)],
         }
     }
+
+    /// The server an operation tries after `server`: the next one in order that is not
+    /// known down (the next one, when all others are).
+    fn after(&self, server: usize) -> usize {
+        let n = self.servers.len();
+        (1..n)
+            .map(|k| (server + k) % n)
+            .find(|&i| !self.down[i].load(std::sync::atomic::Ordering::Relaxed))
+            .unwrap_or((server + 1) % n)
+    }
 }
 
 /// Checks every server's `GET /health` every 500 ms (500 ms timeout) until `until`, as a
 /// load balancer does: two failures in a row take a server out of new operations' choices,
-/// one success brings it back.
+/// one success brings it back. Each server has its own loop, so a server that does not
+/// answer delays no other's check.
 pub async fn health_checks(shared: Arc<Shared>, until: Instant) {
     let http = reqwest::Client::new();
-    let mut failures = vec![0u32; shared.servers.len()];
-    while Instant::now() < until {
-        for (i, base) in shared.servers.iter().enumerate() {
-            let ok = http
-                .get(format!("{base}/health"))
-                .timeout(Duration::from_millis(500))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success());
-            failures[i] = if ok { 0 } else { failures[i] + 1 };
-            // A failure never brings a server back (a client may have left it out already).
-            if ok || failures[i] >= 2 {
-                shared.down[i].store(!ok, std::sync::atomic::Ordering::Relaxed);
+    let mut loops = tokio::task::JoinSet::new();
+    for i in 0..shared.servers.len() {
+        let (shared, http) = (shared.clone(), http.clone());
+        loops.spawn(async move {
+            let mut failures = 0u32;
+            while Instant::now() < until {
+                let ok = http
+                    .get(format!("{}/health", shared.servers[i]))
+                    .timeout(Duration::from_millis(500))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+                failures = if ok { 0 } else { failures + 1 };
+                // A failure never brings a server back (a client may have left it out).
+                if ok || failures >= 2 {
+                    shared.down[i].store(!ok, std::sync::atomic::Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
             }
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        });
     }
+    while loops.join_next().await.is_some() {}
 }
 
 /// Ids count milliseconds from 2025-01-01 in their high bits, as the servers' do.
@@ -231,10 +250,16 @@ async fn run_op(
             let invoke_ms = shared.ms();
             let a = send(http, &shared.servers[server], &call, Some(&key), timeout).await;
             let next = record(shared, op, attempt, client, server, invoke_ms, call, a);
-            // A server that let the client's patience run out is left out of new choices
-            // until a health check finds it up again, as a load balancer's passive check
-            // does.
-            if impatient && timeout == plan.patience && next == Next::Lost {
+            // A server that let the client's patience run out, and answered no one for
+            // half of it, is left out of new choices until a health check finds it up
+            // again, as a load balancer's passive check does. One that answers others is
+            // alive: this request waits on something (another attempt's claim of its
+            // key), and another server would wait on it too.
+            let answered = f64::from_bits(
+                shared.answered[server].load(std::sync::atomic::Ordering::Relaxed),
+            );
+            let silent = silent_for(answered, shared.ms(), plan.patience);
+            if impatient && timeout == plan.patience && next == Next::Lost && silent {
                 shared.down[server].store(true, std::sync::atomic::Ordering::Relaxed);
             }
             next
@@ -257,7 +282,7 @@ async fn run_op(
             if next != Next::Unreached && !gave_up {
                 return;
             }
-            server = (server + 1) % n;
+            server = shared.after(server);
         }
         return;
     }
@@ -268,10 +293,10 @@ async fn run_op(
         let short = Duration::from_millis(rng.random_range(1..40));
         attempt(tries, server, short).await;
         tries += 1;
-        server = (server + 1) % n;
+        server = shared.after(server);
     } else if pick < 8 {
         // The same write to two servers at once.
-        let other = (server + 1) % n;
+        let other = shared.after(server);
         let (a, b) = tokio::join!(
             attempt(0, server, wait(0, ATTEMPTS)),
             attempt(1, other, wait(1, ATTEMPTS))
@@ -280,7 +305,7 @@ async fn run_op(
             return;
         }
         tries = 2;
-        server = (other + 1) % n;
+        server = shared.after(other);
     }
     // Backing off as a client should: a Redis master's failover (about 2–4 s here) answers
     // 503 at once, and three attempts in a row all met it, leaving the write unknown. A
@@ -292,13 +317,19 @@ async fn run_op(
         if done == Next::Settled {
             return;
         }
-        server = (server + 1) % n;
+        server = shared.after(server);
         let left_at_once = impatient && done == Next::Lost;
         if done != Next::Unreached && !left_at_once && tries < ATTEMPTS {
             tokio::time::sleep(backoff).await;
             backoff *= 2;
         }
     }
+}
+
+/// Whether a server that last answered at `answered_ms` (0: never) has been silent at
+/// `now_ms` for at least half the client's patience.
+fn silent_for(answered_ms: f64, now_ms: f64, patience: Duration) -> bool {
+    now_ms - answered_ms >= patience.as_secs_f64() * 1e3 / 2.0
 }
 
 /// The most attempts of one keyed write.
@@ -336,6 +367,11 @@ fn record(
         if recent.len() > 4096 {
             recent.drain(..2048);
         }
+    }
+    if a.status.is_some() {
+        let now = shared.ms().to_bits();
+        // Non-negative `f64`s order as their bits do.
+        shared.answered[server].fetch_max(now, std::sync::atomic::Ordering::Relaxed);
     }
     let next = match (a.outcome, a.status) {
         (Outcome::Fail, None) => Next::Unreached,
@@ -443,6 +479,26 @@ mod tests {
             assert_eq!(op.outcome, Outcome::Ok, "seed {seed}: {h:?}");
             assert!(took < Duration::from_secs(2), "seed {seed}: {took:?}");
         }
+    }
+
+    #[test]
+    fn a_server_is_left_out_only_when_it_answered_no_one_for_half_the_patience() {
+        let patience = Duration::from_millis(1000);
+        assert!(silent_for(0.0, 1200.0, patience), "never answered");
+        assert!(silent_for(1000.0, 1500.0, patience));
+        assert!(!silent_for(1000.0, 1499.0, patience), "answered others just now");
+        assert!(!silent_for(5000.0, 5000.0, patience));
+    }
+
+    #[test]
+    fn a_retry_goes_to_the_next_server_not_known_down() {
+        let urls = (0..3).map(|i| format!("http://s{i}")).collect();
+        let shared = Shared::new(urls, Instant::now());
+        assert_eq!(shared.after(2), 0);
+        shared.down[0].store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(shared.after(2), 1, "past the one known down");
+        shared.down[1].store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(shared.after(2), 0, "every other one down: the next");
     }
 
     #[tokio::test]
