@@ -94,8 +94,9 @@ struct ClusterArgs {
     timeout_ms: u64,
     /// How long a client waits on one server before it sends a read or a keyed write to
     /// another (ms; the last attempt waits `--timeout-ms`); 0: as long as `--timeout-ms`.
-    /// A client that moves on so keeps going while a server is paused.
-    #[arg(long, default_value_t = 0)]
+    /// A client that moves on so keeps going while a server is paused, as one behind a
+    /// load balancer with a per-try timeout does.
+    #[arg(long, default_value_t = 1_000)]
     patience_ms: u64,
     /// Seconds to let the system settle after the faults are healed, before the quiet reads
     /// (three times as long after a kith server was killed: its lease must lapse).
