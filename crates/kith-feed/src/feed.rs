@@ -2,7 +2,8 @@
 //! it shares. Posting and reading are in `feed/posts.rs`, follows in `feed/follows.rs`,
 //! friend-list writes and reads in `feed/friends.rs`, the fan-out queue, its watermark's
 //! keeper, write-back flushing and shutdown in `feed/background.rs` (the watermark itself in
-//! `feed/marks.rs`), idempotency keys in `feed/idempotent.rs`.
+//! `feed/marks.rs`), idempotency keys in `feed/idempotent.rs`, opening's redo of the
+//! fan-out in `feed/redo.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ mod keyed;
 mod marks;
 mod posts;
 mod publish;
+mod redo;
 
 pub use idempotent::Applied;
 pub use publish::{PostRequest, Posted};
@@ -227,7 +229,8 @@ impl Feed {
             None
         };
         if let Ok(r) = backend.shared_writeback() {
-            last = last.max(r.wb_max_id().await?);
+            let what = "reading the write-back's highest post id";
+            last = last.max(redo::patiently(redo::OPEN_WAIT, what, || r.wb_max_id()).await?);
         }
         // A server number of its own on the store, then its watermark. A number without a
         // watermark has never fanned out under one (new, or from before watermarks):
@@ -313,16 +316,6 @@ impl Feed {
         Ok(feed)
     }
 
-    /// Queues the re-pushes a crash left pending (authors that stopped being celebrities
-    /// just before it).
-    async fn redo_repushes(&self) -> Result<()> {
-        let e = self.engine.clone();
-        for author in blocking(move || e.pending_repushes()).await? {
-            self.enqueue(FanJob::Author { author }).await;
-        }
-        Ok(())
-    }
-
     /// This server's number on the store.
     pub fn server_number(&self) -> u16 {
         self.server
@@ -332,57 +325,6 @@ impl Feed {
     fn holds_number(&self) -> bool {
         let now = self.started.elapsed().as_millis() as u64;
         now < self.lease_until_ms.load(Ordering::SeqCst)
-    }
-
-    /// Queues the fan-out of every post above `watermark`: the stored ones, then any only in
-    /// the write-back pending set (replayed from the journal but not yet stored).
-    async fn redo_fanout(&self, watermark: u64) -> Result<()> {
-        if self.config.strategy == Strategy::Pull {
-            return Ok(());
-        }
-        let mut after = watermark;
-        let mut redone = std::collections::HashSet::new();
-        loop {
-            let e = self.engine.clone();
-            let posts = blocking(move || e.posts_after(after, REDO_BATCH)).await?;
-            for p in &posts {
-                self.redo_one(p.author, p.id).await?;
-                redone.insert(p.id);
-            }
-            match posts.last() {
-                Some(p) if posts.len() == REDO_BATCH => after = p.id,
-                _ => break,
-            }
-        }
-        let mut pending: Vec<(u64, u64)> = lock(&self.pending)
-            .posts
-            .values()
-            .filter(|p| p.id > watermark && !redone.contains(&p.id))
-            .map(|p| (p.author, p.id))
-            .collect();
-        pending.extend(
-            self.waiting_after(watermark).await?.into_iter().filter(|(_, id)| !redone.contains(id)),
-        );
-        for (author, id) in pending {
-            self.redo_one(author, id).await?;
-        }
-        Ok(())
-    }
-
-    /// Posts waiting in the shared write-back above `after`, as (author, id).
-    async fn waiting_after(&self, after: u64) -> Result<Vec<(u64, u64)>> {
-        match (self.shared_writeback, self.backend.shared_writeback()) {
-            (true, Ok(r)) => r.wb_after(after).await.map_err(waiting_unavailable),
-            _ => Ok(Vec::new()),
-        }
-    }
-
-    async fn redo_one(&self, author: u64, id: u64) -> Result<()> {
-        let (engine, feed_ids) = (self.engine.clone(), &self.ids);
-        // Above the stored watermark, so opening it writes nothing.
-        self.marks.claim(id, feed_ids, engine.as_ref(), false)?;
-        self.enqueue(FanJob::Post { author, id }).await;
-        Ok(())
     }
 
     /// The settings.

@@ -64,6 +64,12 @@ impl Shared {
         self.start.elapsed().as_secs_f64() * 1e3
     }
 
+    /// Notes that `server` answered (a request or a health check) just now.
+    fn answered_now(&self, server: usize) {
+        // Non-negative `f64`s order as their bits do.
+        self.answered[server].fetch_max(self.ms().to_bits(), std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// A server for a new operation: one the health checks find up, at random (any, when
     /// none is).
     fn pick(&self, rng: &mut impl Rng) -> usize {
@@ -78,18 +84,24 @@ impl Shared {
         }
     }
 
-    /// The server an operation tries after `server`: the next one in order that is not
-    /// known down (the next one, when all others are).
-    fn after(&self, server: usize) -> usize {
+    /// The server an operation tries after `server`, in ring order, as a load balancer's
+    /// retry does: the first not known down that it has not tried (`tried`, one bit per
+    /// server), else the first not known down, else the first it has not tried, else the
+    /// next one.
+    fn after(&self, server: usize, tried: u64) -> usize {
         let n = self.servers.len();
-        (1..n)
-            .map(|k| (server + k) % n)
-            .find(|&i| !self.down[i].load(std::sync::atomic::Ordering::Relaxed))
+        let ring = || (1..n).map(move |k| (server + k) % n);
+        let up = |i: &usize| !self.down[*i].load(std::sync::atomic::Ordering::Relaxed);
+        let fresh = |i: &usize| *i >= 64 || tried & (1 << *i) == 0;
+        ring()
+            .find(|i| fresh(i) && up(i))
+            .or_else(|| ring().find(up))
+            .or_else(|| ring().find(fresh))
             .unwrap_or((server + 1) % n)
     }
 }
 
-/// Checks every server's `GET /health` every 500 ms (500 ms timeout) until `until`, as a
+/// Checks every server's `GET /health` (500 ms timeout, then 500 ms apart) until `until`, as a
 /// load balancer does: two failures in a row take a server out of new operations' choices,
 /// one success brings it back. Each server has its own loop, so a server that does not
 /// answer delays no other's check.
@@ -108,6 +120,9 @@ pub async fn health_checks(shared: Arc<Shared>, until: Instant) {
                     .await
                     .is_ok_and(|r| r.status().is_success());
                 failures = if ok { 0 } else { failures + 1 };
+                if ok {
+                    shared.answered_now(i);
+                }
                 // A failure never brings a server back (a client may have left it out).
                 if ok || failures >= 2 {
                     shared.down[i].store(!ok, std::sync::atomic::Ordering::Relaxed);
@@ -116,7 +131,13 @@ pub async fn health_checks(shared: Arc<Shared>, until: Instant) {
             }
         });
     }
-    while loops.join_next().await.is_some() {}
+    while let Some(done) = loops.join_next().await {
+        if let Err(e) = done
+            && e.is_panic()
+        {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
 }
 
 /// Ids count milliseconds from 2025-01-01 in their high bits, as the servers' do.
@@ -225,9 +246,9 @@ fn next_call(rng: &mut impl Rng, plan: &Plan, shared: &Shared, c: usize, seq: u6
     }
 }
 
-/// Sends one logical operation: reads once (again on the next server when it reached none,
-/// or when the client's patience with one server ran out); writes with a key, again on the
-/// next server while the answer is unknown or 503 (at most four attempts, 0.5, 1 and 2 s
+/// Sends one logical operation: reads once (again on another server, [`Shared::after`],
+/// when it reached none, or when the client's patience with one server ran out); writes
+/// with a key, again on another server while the answer is unknown or 503 (at most four attempts, 0.5, 1 and 2 s
 /// apart after an answer of 503 or one within the client's patience), sometimes first
 /// with a timeout too short to finish, sometimes to two servers at once.
 async fn run_op(
@@ -242,6 +263,12 @@ async fn run_op(
     let key = format!("{}-op{op}", plan.tag);
     let n = shared.servers.len();
     let mut server = shared.pick(rng);
+    let mut tried = 1u64 << server.min(63);
+    let mut next_server = |from: usize| {
+        let to = shared.after(from, tried);
+        tried |= 1 << to.min(63);
+        to
+    };
     let keyed = call.takes_key();
     let impatient = plan.patience < plan.timeout;
     let attempt = |attempt: u32, server: usize, timeout: Duration| {
@@ -253,8 +280,8 @@ async fn run_op(
             // A server that let the client's patience run out, and answered no one for
             // half of it, is left out of new choices until a health check finds it up
             // again, as a load balancer's passive check does. One that answers others is
-            // alive: this request waits on something (another attempt's claim of its
-            // key), and another server would wait on it too.
+            // alive: this request waits on something another server would wait on too
+            // (another attempt's claim of its key, a slow store).
             let answered = f64::from_bits(
                 shared.answered[server].load(std::sync::atomic::Ordering::Relaxed),
             );
@@ -282,7 +309,7 @@ async fn run_op(
             if next != Next::Unreached && !gave_up {
                 return;
             }
-            server = shared.after(server);
+            server = next_server(server);
         }
         return;
     }
@@ -293,10 +320,10 @@ async fn run_op(
         let short = Duration::from_millis(rng.random_range(1..40));
         attempt(tries, server, short).await;
         tries += 1;
-        server = shared.after(server);
+        server = next_server(server);
     } else if pick < 8 {
         // The same write to two servers at once.
-        let other = shared.after(server);
+        let other = next_server(server);
         let (a, b) = tokio::join!(
             attempt(0, server, wait(0, ATTEMPTS)),
             attempt(1, other, wait(1, ATTEMPTS))
@@ -305,7 +332,7 @@ async fn run_op(
             return;
         }
         tries = 2;
-        server = shared.after(other);
+        server = next_server(other);
     }
     // Backing off as a client should: a Redis master's failover (about 2–4 s here) answers
     // 503 at once, and three attempts in a row all met it, leaving the write unknown. A
@@ -317,17 +344,19 @@ async fn run_op(
         if done == Next::Settled {
             return;
         }
-        server = shared.after(server);
         let left_at_once = impatient && done == Next::Lost;
         if done != Next::Unreached && !left_at_once && tries < ATTEMPTS {
             tokio::time::sleep(backoff).await;
             backoff *= 2;
         }
+        // Chosen after the back-off: the health checks may have learnt more meanwhile.
+        server = next_server(server);
     }
 }
 
-/// Whether a server that last answered at `answered_ms` (0: never) has been silent at
-/// `now_ms` for at least half the client's patience.
+/// Whether a server that last answered at `answered_ms` (0: never, so silent once half
+/// the patience has passed since the start) has been silent at `now_ms` for at least
+/// half the client's patience.
 fn silent_for(answered_ms: f64, now_ms: f64, patience: Duration) -> bool {
     now_ms - answered_ms >= patience.as_secs_f64() * 1e3 / 2.0
 }
@@ -369,9 +398,7 @@ fn record(
         }
     }
     if a.status.is_some() {
-        let now = shared.ms().to_bits();
-        // Non-negative `f64`s order as their bits do.
-        shared.answered[server].fetch_max(now, std::sync::atomic::Ordering::Relaxed);
+        shared.answered_now(server);
     }
     let next = match (a.outcome, a.status) {
         (Outcome::Fail, None) => Next::Unreached,
@@ -481,6 +508,36 @@ mod tests {
         }
     }
 
+    /// Sends one read, first to a server that never answers it, while that server answers
+    /// others (as `answering`); whether the client then left that server out.
+    async fn left_out_after_a_hung_read(answering: bool) -> bool {
+        let (paused, live) = paused_and_live().await;
+        let shared = Arc::new(Shared::new(vec![paused, live], Instant::now()));
+        shared.down[1].store(true, std::sync::atomic::Ordering::Relaxed);
+        let others = answering.then(|| {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                loop {
+                    shared.answered_now(0);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+        });
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        let read = Call::Profile { uid: 1, strong: true };
+        run_op(&reqwest::Client::new(), &plan(5_000, 200), &shared, &mut rng, 0, read).await;
+        if let Some(t) = others {
+            t.abort();
+        }
+        shared.down[0].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[tokio::test]
+    async fn a_server_that_answers_others_stays_in_a_silent_one_is_left_out() {
+        assert!(left_out_after_a_hung_read(false).await, "a paused server is left out");
+        assert!(!left_out_after_a_hung_read(true).await, "a live one that kept one waiting");
+    }
+
     #[test]
     fn a_server_is_left_out_only_when_it_answered_no_one_for_half_the_patience() {
         let patience = Duration::from_millis(1000);
@@ -494,11 +551,16 @@ mod tests {
     fn a_retry_goes_to_the_next_server_not_known_down() {
         let urls = (0..3).map(|i| format!("http://s{i}")).collect();
         let shared = Shared::new(urls, Instant::now());
-        assert_eq!(shared.after(2), 0);
+        assert_eq!(shared.after(2, 0b100), 0);
         shared.down[0].store(true, std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(shared.after(2), 1, "past the one known down");
+        assert_eq!(shared.after(2, 0b100), 1, "past the one known down");
+        assert_eq!(shared.after(1, 0b110), 2, "one tried before, rather than one known down");
+        assert_eq!(shared.after(0, 0b001), 1, "one not tried");
+        shared.down[0].store(false, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(shared.after(1, 0b110), 0, "the one not tried");
+        shared.down[0].store(true, std::sync::atomic::Ordering::Relaxed);
         shared.down[1].store(true, std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(shared.after(2), 0, "every other one down: the next");
+        assert_eq!(shared.after(2, 0b100), 0, "every other one down: the next");
     }
 
     #[tokio::test]
