@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Feed, FanJob, REDO_BATCH, lock, waiting_unavailable};
+use super::{FanJob, Feed, REDO_BATCH, lock, waiting_unavailable};
 use crate::config::Strategy;
 use crate::error::{Error, Result};
 use crate::task::blocking;

@@ -9,6 +9,7 @@
 //! Results go to `bench/results/trial-<date>.json`, written after every run; `--resume`
 //! skips the runs a file already holds, so the full count can span several sessions.
 
+mod balance;
 mod check;
 mod client;
 mod history;
