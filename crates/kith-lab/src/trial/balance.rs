@@ -45,43 +45,50 @@ impl Shared {
             .or_else(|| ring().find(fresh))
             .unwrap_or((server + 1) % n)
     }
-}
 
-/// Checks every server's `GET /health` (500 ms timeout, then 500 ms apart) until `until`, as a
-/// load balancer does: two failures in a row take a server out of new operations' choices,
-/// one success brings it back. Each server has its own loop, so a server that does not
-/// answer delays no other's check.
-pub(super) async fn health_checks(shared: Arc<Shared>, until: Instant) {
-    let http = reqwest::Client::new();
-    let mut loops = tokio::task::JoinSet::new();
-    for i in 0..shared.servers.len() {
-        let (shared, http) = (shared.clone(), http.clone());
-        loops.spawn(async move {
-            let mut failures = 0u32;
-            while Instant::now() < until {
-                let ok = http
-                    .get(format!("{}/health", shared.servers[i]))
-                    .timeout(Duration::from_millis(500))
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success());
-                failures = if ok { 0 } else { failures + 1 };
-                if ok {
-                    shared.answered_now(i);
-                }
-                // A failure never brings a server back (a client may have left it out).
-                if ok || failures >= 2 {
-                    shared.down[i].store(!ok, std::sync::atomic::Ordering::Relaxed);
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        });
+    /// Whether `server` has answered no one for half of `patience` (the passive check).
+    pub(super) fn silent(&self, server: usize, patience: Duration) -> bool {
+        let answered = self.answered[server].load(std::sync::atomic::Ordering::Relaxed);
+        silent_for(f64::from_bits(answered), self.ms(), patience)
     }
-    while let Some(done) = loops.join_next().await {
-        if let Err(e) = done
-            && e.is_panic()
-        {
-            std::panic::resume_unwind(e.into_panic());
+
+    /// Checks every server's `GET /health` (500 ms timeout, then 500 ms apart) until
+    /// `until`, as a load balancer does: two failures in a row take a server out of new
+    /// operations' choices, one success brings it back. Each server has its own loop, so a
+    /// server that does not answer delays no other's check.
+    pub(super) async fn health_checks(self: Arc<Self>, until: Instant) {
+        let shared = self;
+        let http = reqwest::Client::new();
+        let mut loops = tokio::task::JoinSet::new();
+        for i in 0..shared.servers.len() {
+            let (shared, http) = (shared.clone(), http.clone());
+            loops.spawn(async move {
+                let mut failures = 0u32;
+                while Instant::now() < until {
+                    let ok = http
+                        .get(format!("{}/health", shared.servers[i]))
+                        .timeout(Duration::from_millis(500))
+                        .send()
+                        .await
+                        .is_ok_and(|r| r.status().is_success());
+                    failures = if ok { 0 } else { failures + 1 };
+                    if ok {
+                        shared.answered_now(i);
+                    }
+                    // A failure never brings a server back (a client may have left it out).
+                    if ok || failures >= 2 {
+                        shared.down[i].store(!ok, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            });
+        }
+        while let Some(done) = loops.join_next().await {
+            if let Err(e) = done
+                && e.is_panic()
+            {
+                std::panic::resume_unwind(e.into_panic());
+            }
         }
     }
 }
@@ -89,7 +96,7 @@ pub(super) async fn health_checks(shared: Arc<Shared>, until: Instant) {
 /// Whether a server that last answered at `answered_ms` (0: never, so silent once half
 /// the patience has passed since the start) has been silent at `now_ms` for at least
 /// half the client's patience.
-pub(super) fn silent_for(answered_ms: f64, now_ms: f64, patience: Duration) -> bool {
+fn silent_for(answered_ms: f64, now_ms: f64, patience: Duration) -> bool {
     now_ms - answered_ms >= patience.as_secs_f64() * 1e3 / 2.0
 }
 

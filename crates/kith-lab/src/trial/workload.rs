@@ -71,8 +71,7 @@ const EPOCH_MS: u64 = 1_735_689_600_000;
 /// Runs the clients until `plan.duration` has passed.
 pub async fn drive(plan: Arc<Plan>, shared: Arc<Shared>) -> anyhow::Result<()> {
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
-    let checks =
-        tokio::spawn(super::balance::health_checks(shared.clone(), shared.start + plan.duration));
+    let checks = tokio::spawn(shared.clone().health_checks(shared.start + plan.duration));
     let mut tasks = Vec::new();
     for c in 0..plan.clients {
         let (plan, shared, http) = (plan.clone(), shared.clone(), http.clone());
@@ -208,9 +207,7 @@ async fn run_op(
             // again, as a load balancer's passive check does. One that answers others is
             // alive: this request waits on something another server would wait on too
             // (another attempt's claim of its key, a slow store).
-            let answered =
-                f64::from_bits(shared.answered[server].load(std::sync::atomic::Ordering::Relaxed));
-            let silent = super::balance::silent_for(answered, shared.ms(), plan.patience);
+            let silent = shared.silent(server, plan.patience);
             if impatient && timeout == plan.patience && next == Next::Lost && silent {
                 shared.down[server].store(true, std::sync::atomic::Ordering::Relaxed);
             }
