@@ -38,6 +38,8 @@ mod redis;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_cluster;
+#[cfg(test)]
 mod tests_faults;
 mod writeback;
 

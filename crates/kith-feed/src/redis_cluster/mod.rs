@@ -444,10 +444,15 @@ impl LocalRedisCluster {
         std::fs::create_dir_all(&n.dir)
             .map_err(|e| ClusterError(format!("creating {}: {e}", n.dir.display())))?;
         let conf = n.dir.join("redis.conf");
+        // `cluster-require-full-coverage no`: while a master is flagged failed and before its
+        // replica takes over, the other masters keep serving their slots and its replicas
+        // their reads (`READONLY`), instead of every node refusing everything; the
+        // write-back's reads (`cache/writeback.rs`) go on through that window.
         let text = format!(
             "port {port}\nbind {addr}\nbind-source-addr {addr}\ncluster-announce-ip {addr}\n\
              protected-mode no\ndir {dir}\n\
              cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout {timeout}\n\
+             cluster-require-full-coverage no\n\
              appendonly yes\nappendfsync everysec\nsave \"\"\nlogfile {dir}/redis.log\n",
             port = n.port,
             addr = n.address,
