@@ -186,8 +186,8 @@ impl Engine for CassandraStore {
     }
 
     /// Every write is quorum-acknowledged, so `sync` changes nothing.
-    fn set_fanout_watermark(&self, server: u16, watermark: u64, _sync: bool) -> Result<()> {
-        self.set_fanout_watermark_impl(server, watermark)
+    fn set_fanout_watermark(&self, server: u16, watermark: u64, sync: bool) -> Result<()> {
+        self.set_fanout_watermark_impl(server, watermark, sync)
     }
 
     fn drop_fanout_watermark(&self, server: u16) -> Result<()> {

@@ -104,21 +104,6 @@ impl CassandraStore {
         self.wait(self.follow_page(true, uid, from, 0, limit))
     }
 
-    pub(crate) async fn state(&self, name: &str) -> Result<Option<u64>> {
-        let rows = self
-            .session()
-            .execute_unpaged(&self.fixed.state_get, (name,))
-            .await
-            .map_err(|e| driver("reading the feed's state", e))?
-            .into_rows_result()
-            .map_err(|e| bad_rows("feed state", e))?;
-        Ok(rows
-            .maybe_first_row::<(Option<i64>,)>()
-            .map_err(|e| bad_rows("feed state", e))?
-            .and_then(|r| r.0)
-            .map(u))
-    }
-
     pub(crate) fn pending_repush_impl(&self, author: u64) -> Result<Option<u64>> {
         self.wait(self.repush_token(author))
     }

@@ -16,6 +16,7 @@ pub(crate) mod rows;
 pub(crate) mod servers;
 mod statements;
 mod users;
+mod watermarks;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -136,6 +137,9 @@ pub struct CassandraStore {
     repaired_to: Mutex<Option<u64>>,
     /// The server-number rows as this process watched them (`leases.rs`).
     leases: Mutex<leases::Watch>,
+    /// Per server number, the timestamp of the last watermark write this process made or
+    /// read (`watermarks.rs`).
+    watermark_stamps: Mutex<std::collections::HashMap<u16, i64>>,
 }
 
 impl fmt::Debug for CassandraStore {
@@ -209,6 +213,7 @@ impl CassandraStore {
             checked: Mutex::new(Instant::now()),
             repaired_to: Mutex::new(None),
             leases: Mutex::new(leases::Watch::default()),
+            watermark_stamps: Mutex::default(),
             last_stamp: AtomicI64::new(0),
         };
         Ok(store)

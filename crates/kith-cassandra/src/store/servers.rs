@@ -1,11 +1,8 @@
-//! Server numbers and their fan-out watermarks: several feed servers share one store, each
-//! under a number it holds by a lease (a row of `servers`, taken and renewed by lightweight
-//! transactions and judged lapsed by watching it, `leases.rs`, so two live servers never
-//! hold one number). A server hands
-//! out post ids congruent to its number, so ids never collide, and keeps its own fan-out
-//! watermark in `feed_state` (`fanout_watermark` for server 0, `fanout_watermark/<n>` for
-//! the others). A number whose watermark is stored but whose lease lapsed is an orphan:
-//! its server died with fan-out perhaps unfinished, and another server redoes it.
+//! Server numbers: several feed servers share one store, each under a number it holds by a
+//! lease (a row of `servers`, taken and renewed by lightweight transactions and judged
+//! lapsed by watching it, `leases.rs`, so two live servers never hold one number). A server
+//! hands out post ids congruent to its number, so ids never collide, and keeps its own
+//! fan-out watermark (`watermarks.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -13,21 +10,11 @@ use kith_store::Result;
 
 use super::leases::{Watch, Watched, split, stamp};
 use super::rows::lwt_text;
-use super::{CassandraStore, bad_rows, i};
+use super::{CassandraStore, bad_rows};
 use crate::error::driver;
 
 /// Server numbers a store hands out (and the modulus of post ids).
 pub(crate) const SLOTS: u16 = 64;
-
-const WATERMARK: &str = "fanout_watermark";
-
-/// The `feed_state` name of server `n`'s watermark.
-fn watermark_name(n: u16) -> String {
-    match n {
-        0 => WATERMARK.to_string(),
-        n => format!("{WATERMARK}/{n}"),
-    }
-}
 
 impl CassandraStore {
     pub(crate) fn claim_server_impl(
@@ -182,7 +169,7 @@ impl CassandraStore {
     }
 
     /// Every row of `servers`, watched ([`Watch::observe`]).
-    async fn servers_watched(&self, lease: Duration) -> Result<Vec<Watched>> {
+    pub(super) async fn servers_watched(&self, lease: Duration) -> Result<Vec<Watched>> {
         let rows = self.servers_held().await?;
         Ok(self.watch().observe(&rows, Instant::now(), lease))
     }
@@ -204,66 +191,5 @@ impl CassandraStore {
                     .map_err(|e| bad_rows("servers", e))
             })
             .collect()
-    }
-
-    pub(crate) fn orphaned_servers_impl(&self, lease: Duration) -> Result<Vec<u16>> {
-        self.wait(async {
-            let held: Vec<u16> = self
-                .servers_watched(lease)
-                .await?
-                .into_iter()
-                .filter(|r| !r.lapsed)
-                .map(|r| r.n)
-                .collect();
-            // A few rows: a watermark per server number that was ever used.
-            let rows = self
-                .session()
-                .execute_unpaged(&self.fixed.state_all, ())
-                .await
-                .map_err(|e| driver("reading the feed's state", e))?
-                .into_rows_result()
-                .map_err(|e| bad_rows("feed state", e))?;
-            let mut out = Vec::new();
-            for row in rows.rows::<(String,)>().map_err(|e| bad_rows("feed state", e))? {
-                let (name,) = row.map_err(|e| bad_rows("feed state", e))?;
-                let n = match name.strip_prefix(WATERMARK) {
-                    Some("") => 0,
-                    Some(rest) => match rest.strip_prefix('/').and_then(|n| n.parse().ok()) {
-                        Some(n) => n,
-                        None => continue,
-                    },
-                    None => continue,
-                };
-                if !held.contains(&n) {
-                    out.push(n);
-                }
-            }
-            out.sort_unstable();
-            Ok(out)
-        })
-    }
-
-    pub(crate) fn fanout_watermark_impl(&self, n: u16) -> Result<Option<u64>> {
-        self.wait(self.state(&watermark_name(n)))
-    }
-
-    pub(crate) fn set_fanout_watermark_impl(&self, n: u16, watermark: u64) -> Result<()> {
-        self.wait(async {
-            self.session()
-                .execute_unpaged(&self.fixed.state_put, (watermark_name(n), i(watermark)))
-                .await
-                .map_err(|e| driver("storing the fan-out watermark", e))?;
-            Ok(())
-        })
-    }
-
-    pub(crate) fn drop_fanout_watermark_impl(&self, n: u16) -> Result<()> {
-        self.wait(async {
-            self.session()
-                .execute_unpaged(&self.fixed.state_delete, (watermark_name(n),))
-                .await
-                .map_err(|e| driver("dropping a fan-out watermark", e))?;
-            Ok(())
-        })
     }
 }

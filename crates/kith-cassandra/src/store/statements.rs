@@ -83,10 +83,9 @@ statements! { Fixed(ks: &str) {
     post_last = true, "SELECT id FROM {ks}.posts WHERE bucket = ? ORDER BY id DESC LIMIT 1";
     author_put = true, "INSERT INTO {ks}.author_posts (author, id) VALUES (?, ?)";
     author_before = true, "SELECT id FROM {ks}.author_posts WHERE author = ? AND id < ? LIMIT ?";
-    state_get = true, "SELECT value FROM {ks}.feed_state WHERE name = ?";
-    state_put = true, "INSERT INTO {ks}.feed_state (name, value) VALUES (?, ?)";
-    state_all = true, "SELECT name FROM {ks}.feed_state";
-    state_delete = true, "DELETE FROM {ks}.feed_state WHERE name = ?";
+    state_get = true, "SELECT value, writetime(value) FROM {ks}.feed_state WHERE name = ?";
+    state_put = true, "INSERT INTO {ks}.feed_state (name, value) VALUES (?, ?) USING TIMESTAMP ?";
+    state_all = true, "SELECT name, value FROM {ks}.feed_state";
     server_claim = false, "INSERT INTO {ks}.servers (n, owner) VALUES (?, ?) IF NOT EXISTS";
     server_switch = true, "UPDATE {ks}.servers SET owner = ? WHERE n = ? IF owner = ?";
     server_release = false, "DELETE FROM {ks}.servers WHERE n = ? IF owner = ?";
