@@ -10,8 +10,9 @@
 //! the writes after it by as much: a lowered watermark (a post opened below it, which
 //! must be redone if its server dies) could read as the higher one before it, and a
 //! dropped one came back as an orphan whose fan-out was redone again. A holder reads the
-//! cell's timestamp on its first write and after another server may have written it
-//! (`sync`); its own later writes follow its own.
+//! cell's timestamp on its first write and on every synced one (`sync`: a lowering, rare,
+//! or the first after another server may have written it); its other writes follow its
+//! own last one.
 
 use std::time::Duration;
 
