@@ -1,5 +1,5 @@
 //! The feed's reads and bookkeeping on the cluster: pages of the follow lists, the fan-out
-//! watermark, pending re-pushes and idempotency records. Follow edits are in `follows`.
+//! watermark and idempotency records. Follow edits are in `follows`.
 
 use futures_util::StreamExt;
 use kith_store::{Error as StoreError, IdempotencyRecord, MAX_IDEMPOTENCY_KEY_BYTES, Result};
@@ -102,59 +102,6 @@ impl CassandraStore {
         limit: usize,
     ) -> Result<Vec<u64>> {
         self.wait(self.follow_page(true, uid, from, 0, limit))
-    }
-
-    pub(crate) fn pending_repush_impl(&self, author: u64) -> Result<Option<u64>> {
-        self.wait(self.repush_token(author))
-    }
-
-    async fn repush_token(&self, author: u64) -> Result<Option<u64>> {
-        let rows = self
-            .session()
-            .execute_unpaged(&self.fixed.repush_get, (key(author),))
-            .await
-            .map_err(|e| driver("reading a pending re-push", e))?
-            .into_rows_result()
-            .map_err(|e| bad_rows("re-push", e))?;
-        Ok(rows
-            .maybe_first_row::<(Option<i64>,)>()
-            .map_err(|e| bad_rows("re-push", e))?
-            .and_then(|r| r.0)
-            .map(u))
-    }
-
-    pub(crate) fn pending_repushes_impl(&self) -> Result<Vec<u64>> {
-        self.wait(async {
-            let pager =
-                self.session().execute_iter(self.fixed.repush_all.clone(), ()).await.map_err(
-                    |e| StoreError::Unavailable(format!("reading pending re-pushes: {e}")),
-                )?;
-            let mut rows = pager.rows_stream::<(i64,)>().map_err(|e| bad_rows("re-pushes", e))?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next().await {
-                let (k,) = row.map_err(|e| {
-                    StoreError::Unavailable(format!("reading pending re-pushes: {e}"))
-                })?;
-                out.push(uid(k));
-            }
-            out.sort_unstable();
-            Ok(out)
-        })
-    }
-
-    /// Removes the re-push if its token is unchanged. Under the author's follow stripe, as
-    /// unfollows store re-pushes, so no new token of this process lands between the read and
-    /// the removal.
-    pub(crate) fn repush_done_impl(&self, author: u64, token: u64) -> Result<()> {
-        let _locks = self.lock_followed([author]);
-        self.wait(async {
-            if self.repush_token(author).await? == Some(token) {
-                let mut w = Writes::logged();
-                w.push(&self.fixed.repush_delete, (key(author),));
-                w.run(self.session(), "removing a done re-push").await?;
-            }
-            Ok(())
-        })
     }
 
     pub(crate) fn idempotency_record_impl(&self, key: &str) -> Result<Option<IdempotencyRecord>> {

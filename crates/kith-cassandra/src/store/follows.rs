@@ -243,8 +243,13 @@ impl CassandraStore {
                 }
                 Switched::Applied | Switched::Moved | Switched::Adopted => {}
             }
-            let repush = repush_at.is_some_and(|t| before == t + 1).then(|| self.next_token());
-            self.index(uid, &[target], repush.map(|token| (target, token)), record).await?;
+            let repush = match repush_at {
+                Some(t) if before == t + 1 => {
+                    Some((target, self.next_token(), self.repush_stamp(target).await?))
+                }
+                _ => None,
+            };
+            self.index(uid, &[target], repush, record).await?;
             self.forget(&intents).await;
             Ok(Some((before, before.saturating_sub(1))))
         })
@@ -391,13 +396,13 @@ impl CassandraStore {
     }
 
     /// Writes the follower index of uid → each of `targets` as their edges stand, with a
-    /// pending re-push (author, token) and the idempotency record in the same logged batch;
-    /// resent while it times out, for [`INDEX_WITHIN`].
+    /// pending re-push (author, token, the ticket's timestamp) and the idempotency record
+    /// in the same logged batch; resent while it times out, for [`INDEX_WITHIN`].
     async fn index(
         &self,
         uid: u64,
         targets: &[u64],
-        repush: Option<(u64, u64)>,
+        repush: Option<(u64, u64, i64)>,
         record: Option<&IdempotencyRecord>,
     ) -> Result<()> {
         let _s = step(Price::Index);
@@ -417,8 +422,8 @@ impl CassandraStore {
                 for (t, state) in states {
                     self.push_index(&mut w, uid, t, state);
                 }
-                if let Some((author, token)) = repush {
-                    w.push(&self.fixed.repush_put, (key(author), i(token)));
+                if let Some((author, token, at)) = repush {
+                    w.push(&self.fixed.repush_put, (key(author), i(token), at));
                 }
                 if let Some(r) = record {
                     self.push_record(&mut w, r)?;

@@ -12,6 +12,7 @@ mod leases;
 pub(crate) mod listing;
 mod posts;
 mod relayout;
+mod repushes;
 pub(crate) mod rows;
 pub(crate) mod servers;
 mod statements;

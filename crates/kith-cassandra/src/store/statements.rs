@@ -90,10 +90,10 @@ statements! { Fixed(ks: &str) {
     server_switch = true, "UPDATE {ks}.servers SET owner = ? WHERE n = ? IF owner = ?";
     server_release = false, "DELETE FROM {ks}.servers WHERE n = ? IF owner = ?";
     servers_all = true, "SELECT n, owner FROM {ks}.servers";
-    repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?)";
-    repush_get = true, "SELECT ticket FROM {ks}.repushes WHERE author = ?";
-    repush_all = true, "SELECT author FROM {ks}.repushes";
-    repush_delete = true, "DELETE FROM {ks}.repushes WHERE author = ?";
+    repush_put = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?) USING TIMESTAMP ?";
+    repush_get = true, "SELECT ticket, writetime(ticket) FROM {ks}.repushes WHERE author = ?";
+    repush_all = true, "SELECT author, ticket FROM {ks}.repushes";
+    repush_clear = true, "INSERT INTO {ks}.repushes (author, ticket) VALUES (?, ?) USING TIMESTAMP ? AND TTL ?";
     record_put = true, "INSERT INTO {ks}.idempotency (key, fingerprint, expires_ms, result) VALUES (?, ?, ?, ?) USING TTL ?";
     record_get = true, "SELECT fingerprint, expires_ms, result FROM {ks}.idempotency WHERE key = ?";
     record_written = true, "SELECT writetime(result) FROM {ks}.idempotency WHERE key = ?";
