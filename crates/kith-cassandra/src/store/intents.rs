@@ -5,6 +5,12 @@
 //! it; and in `follow_intent_log`, partitioned by the 2 s bucket of its time (and a shard),
 //! where the repair finds it. Both rows are deleted once the edit has written its index row.
 //!
+//! Both rows are written at a timestamp derived from the intent's own time, and deleted at a
+//! later one derived from it too ([`Intent::written_at`]), never at their coordinators'
+//! clocks: with those, an intent written through a node whose clock was ahead outlived its
+//! deletion through another node, and every read of its target's followers (every hybrid
+//! feed, through the follow counts) settled its edge again for the next two minutes.
+//!
 //! Neither table is ever scanned whole. A deleted row stays as a tombstone until compaction
 //! purges it, and a query reads the tombstones of the range it covers: a full scan every
 //! second by every server read every intent ever deleted (4,000 tombstones per scan after
@@ -40,6 +46,8 @@ const LOOKBACK_MS: u64 = 600_000;
 /// The intents a read of a target's followers settles: those of the last 2 minutes (every
 /// edit ends within 60 s; an older intent is the repair's).
 const PENDING_WINDOW_MS: u64 = 120_000;
+/// How long after an intent's time its deletion is stamped (ten minutes, in microseconds).
+const DELETED_AFTER_US: i64 = 600_000_000;
 /// Requests in flight at once for one edit's intents.
 const CONCURRENCY: usize = 32;
 
@@ -53,6 +61,20 @@ pub(super) struct Intent {
 }
 
 impl Intent {
+    /// The timestamp both rows of the intent are written at (microseconds): its own time,
+    /// from its writer's clock, never a coordinator's.
+    fn written_at(&self) -> i64 {
+        self.at_ms.saturating_mul(1000)
+    }
+
+    /// The timestamp its rows are deleted at: [`DELETED_AFTER_US`] after
+    /// [`Intent::written_at`]. A deletion shadows the rows and nothing else (no intent is
+    /// written twice), including rows an older kith wrote at a coordinator's clock less than
+    /// that far ahead.
+    fn deleted_at(&self) -> i64 {
+        self.written_at().saturating_add(DELETED_AFTER_US)
+    }
+
     fn bucket(&self) -> i64 {
         self.at_ms.div_euclid(BUCKET_MS as i64)
     }
@@ -91,12 +113,14 @@ impl CassandraStore {
         futures_util::stream::iter(targets.to_vec())
             .map(|target| async move {
                 let intent = Intent { target, uid, nonce, at_ms };
-                let by_target = self
-                    .session()
-                    .execute_unpaged(&self.fixed.intent_put, (key(target), at_ms, key(uid), nonce));
+                let at = intent.written_at();
+                let by_target = self.session().execute_unpaged(
+                    &self.fixed.intent_put,
+                    (key(target), at_ms, key(uid), nonce, at),
+                );
                 let logged = self.session().execute_unpaged(
                     &self.fixed.intent_log_put,
-                    (intent.bucket(), intent.shard(), key(target), key(uid), nonce, at_ms),
+                    (intent.bucket(), intent.shard(), key(target), key(uid), nonce, at_ms, at),
                 );
                 let (a, b) = futures_util::join!(by_target, logged);
                 a.and(b).map_err(|e| driver("storing a follow intent", e))?;
@@ -112,13 +136,14 @@ impl CassandraStore {
         let _s = step(Price::Intent);
         futures_util::stream::iter(intents.to_vec())
             .for_each_concurrent(CONCURRENCY, |n| async move {
+                let at = n.deleted_at();
                 let by_target = self.session().execute_unpaged(
                     &self.fixed.intent_del,
-                    (key(n.target), n.at_ms, key(n.uid), n.nonce),
+                    (at, key(n.target), n.at_ms, key(n.uid), n.nonce),
                 );
                 let logged = self.session().execute_unpaged(
                     &self.fixed.intent_log_del,
-                    (n.bucket(), n.shard(), key(n.target), key(n.uid), n.nonce),
+                    (at, n.bucket(), n.shard(), key(n.target), key(n.uid), n.nonce),
                 );
                 let _ = futures_util::join!(by_target, logged);
             })

@@ -68,11 +68,11 @@ statements! { Fixed(ks: &str) {
     followers_from = true, "SELECT follower FROM {ks}.followers WHERE uid = ? AND follower >= ? LIMIT ?";
     followees_count = true, "SELECT COUNT(*) FROM {ks}.follows WHERE uid = ? AND active = true ALLOW FILTERING";
     followers_count = true, "SELECT COUNT(*) FROM {ks}.followers WHERE uid = ?";
-    intent_put = true, "INSERT INTO {ks}.follow_intents_at (target, at_ms, uid, nonce) VALUES (?, ?, ?, ?)";
-    intent_del = true, "DELETE FROM {ks}.follow_intents_at WHERE target = ? AND at_ms = ? AND uid = ? AND nonce = ?";
+    intent_put = true, "INSERT INTO {ks}.follow_intents_at (target, at_ms, uid, nonce) VALUES (?, ?, ?, ?) USING TIMESTAMP ?";
+    intent_del = true, "DELETE FROM {ks}.follow_intents_at USING TIMESTAMP ? WHERE target = ? AND at_ms = ? AND uid = ? AND nonce = ?";
     intents_of = true, "SELECT uid FROM {ks}.follow_intents_at WHERE target = ? AND at_ms >= ?";
-    intent_log_put = true, "INSERT INTO {ks}.follow_intent_log (bucket, shard, target, uid, nonce, at_ms) VALUES (?, ?, ?, ?, ?, ?)";
-    intent_log_del = true, "DELETE FROM {ks}.follow_intent_log WHERE bucket = ? AND shard = ? AND target = ? AND uid = ? AND nonce = ?";
+    intent_log_put = true, "INSERT INTO {ks}.follow_intent_log (bucket, shard, target, uid, nonce, at_ms) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?";
+    intent_log_del = true, "DELETE FROM {ks}.follow_intent_log USING TIMESTAMP ? WHERE bucket = ? AND shard = ? AND target = ? AND uid = ? AND nonce = ?";
     intent_log_of = true, "SELECT target, uid, nonce, at_ms FROM {ks}.follow_intent_log WHERE bucket = ? AND shard IN (0, 1, 2, 3)";
     post_put = true, "INSERT INTO {ks}.posts (bucket, id, post) VALUES (?, ?, ?)";
     post_get = true, "SELECT post FROM {ks}.posts WHERE bucket = ? AND id = ?";
