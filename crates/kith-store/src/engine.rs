@@ -243,6 +243,12 @@ pub trait Engine: Send + Sync + Debug {
     /// Up to `limit` of the author's post ids below `before`, newest (largest) first.
     fn author_posts(&self, author: u64, before: u64, limit: usize) -> Result<Vec<u64>>;
 
+    /// [`Engine::author_posts`] of each of `authors`, in their order: one round trip where
+    /// the engine can (a pull feed reads a list per followee).
+    fn authors_posts(&self, authors: &[u64], before: u64, limit: usize) -> Result<Vec<Vec<u64>>> {
+        authors.iter().map(|&a| self.author_posts(a, before, limit)).collect()
+    }
+
     /// The largest post id stored (0 with none).
     fn last_post_id(&self) -> Result<u64>;
 

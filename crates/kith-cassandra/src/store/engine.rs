@@ -149,6 +149,10 @@ impl Engine for CassandraStore {
         self.author_posts_impl(author, before, limit)
     }
 
+    fn authors_posts(&self, authors: &[u64], before: u64, limit: usize) -> Result<Vec<Vec<u64>>> {
+        self.authors_posts_impl(authors, before, limit)
+    }
+
     fn last_post_id(&self) -> Result<u64> {
         self.last_post_id_impl()
     }

@@ -88,25 +88,42 @@ impl CassandraStore {
         before: u64,
         limit: usize,
     ) -> Result<Vec<u64>> {
+        self.wait(self.author_page(author, before, limit))
+    }
+
+    /// Each author's page at once, [`FAN`] requests in flight (a pull feed's followees).
+    pub(crate) fn authors_posts_impl(
+        &self,
+        authors: &[u64],
+        before: u64,
+        limit: usize,
+    ) -> Result<Vec<Vec<u64>>> {
+        self.wait(
+            stream::iter(authors.iter().copied())
+                .map(|a| self.author_page(a, before, limit))
+                .buffered(FAN)
+                .try_collect(),
+        )
+    }
+
+    async fn author_page(&self, author: u64, before: u64, limit: usize) -> Result<Vec<u64>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.wait(async {
-            let rows = self
-                .session()
-                .execute_unpaged(
-                    &self.fixed.author_before,
-                    (key(author), bound(before), limit.min(i32::MAX as usize) as i32),
-                )
-                .await
-                .map_err(|e| driver("reading an author's posts", e))?
-                .into_rows_result()
-                .map_err(|e| bad_rows("author posts", e))?;
-            rows.rows::<(i64,)>()
-                .map_err(|e| bad_rows("author posts", e))?
-                .map(|r| r.map(|(id,)| u(id)).map_err(|e| bad_rows("author posts", e)))
-                .collect()
-        })
+        let rows = self
+            .session()
+            .execute_unpaged(
+                &self.fixed.author_before,
+                (key(author), bound(before), limit.min(i32::MAX as usize) as i32),
+            )
+            .await
+            .map_err(|e| driver("reading an author's posts", e))?
+            .into_rows_result()
+            .map_err(|e| bad_rows("author posts", e))?;
+        rows.rows::<(i64,)>()
+            .map_err(|e| bad_rows("author posts", e))?
+            .map(|r| r.map(|(id,)| u(id)).map_err(|e| bad_rows("author posts", e)))
+            .collect()
     }
 
     pub(crate) fn last_post_id_impl(&self) -> Result<u64> {

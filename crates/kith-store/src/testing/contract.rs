@@ -336,9 +336,13 @@ fn check_feed(engine: &dyn Engine, r: &Reference, uid: u64, next_post: u64, rng:
     assert_eq!(engine.followers(uid, offset, limit).unwrap(), page(&followers));
     let before = rng.random_range(0..=next_post + 1);
     let limit = rng.random_range(0..5);
-    let mine = r.posts.values().rev().filter(|p| p.author == uid && p.id < before);
-    let want: Vec<u64> = mine.map(|p| p.id).take(limit).collect();
+    let of = |a| r.posts.values().rev().filter(move |p| p.author == a && p.id < before);
+    let want: Vec<u64> = of(uid).map(|p| p.id).take(limit).collect();
     assert_eq!(engine.author_posts(uid, before, limit).unwrap(), want, "posts of {uid}");
+    let all: Vec<u64> = [uid].into_iter().chain(followees.iter().copied()).collect();
+    let want: Vec<Vec<u64>> =
+        all.iter().map(|&a| of(a).map(|p| p.id).take(limit).collect()).collect();
+    assert_eq!(engine.authors_posts(&all, before, limit).unwrap(), want, "posts of {all:?}");
     let ids: Vec<u64> = (0..4).map(|_| rng.random_range(0..=next_post)).collect();
     let want: Vec<Option<Post>> = ids.iter().map(|id| r.posts.get(id).cloned()).collect();
     assert_eq!(engine.get_posts(&ids).unwrap(), want);
@@ -350,73 +354,13 @@ fn check_feed(engine: &dyn Engine, r: &Reference, uid: u64, next_post: u64, rng:
     assert_eq!(engine.posts_after(after, limit).unwrap(), want, "posts after {after}");
 }
 
-/// Server numbers: distinct while held, renewed only by their owner, free again once
-/// released; a released number with a stored watermark is an orphan until it is dropped.
-fn check_servers(engine: &dyn Engine) {
-    let lease = std::time::Duration::from_secs(60);
-    let slots = engine.server_slots();
-    let a = engine.claim_server("owner-a", lease, None).unwrap().expect("a free number");
-    assert!(a < slots, "server {a} of {slots}");
-    assert!(engine.renew_server(a, "owner-a", lease).unwrap());
-    // A claim again by the same owner (its first claim's answer lost) finds its number.
-    assert_eq!(engine.claim_server("owner-a", lease, None).unwrap(), Some(a), "claimed again");
-    assert_eq!(engine.claim_server("owner-a", lease, Some(a)).unwrap(), Some(a), "its own");
-    if slots > 1 {
-        let b = engine.claim_server("owner-b", lease, None).unwrap().expect("a second number");
-        assert_ne!(a, b);
-        assert_eq!(engine.claim_server("owner-c", lease, Some(a)).unwrap(), None, "taken");
-        assert!(!engine.renew_server(a, "owner-b", lease).unwrap(), "renewed by another");
-        engine.set_fanout_watermark(b, 9, true).unwrap();
-        assert_eq!(engine.fanout_watermark(b).unwrap(), Some(9));
-        assert!(!engine.orphaned_servers(lease).unwrap().contains(&b), "held, not orphaned");
-        engine.release_server(b, "owner-b").unwrap();
-        assert!(engine.orphaned_servers(lease).unwrap().contains(&b));
-        engine.drop_fanout_watermark(b).unwrap();
-        assert!(!engine.orphaned_servers(lease).unwrap().contains(&b));
-        assert_eq!(engine.fanout_watermark(b).unwrap(), None);
-        assert_eq!(engine.claim_server("owner-c", lease, Some(b)).unwrap(), Some(b), "free again");
-        engine.release_server(b, "owner-c").unwrap();
-        check_lapse(engine);
-    }
-    engine.release_server(a, "owner-a").unwrap();
-}
-
-/// A number whose owner stopped renewing is free once its lease has passed, and not
-/// before; its owner cannot renew it after another took it, and a renewal keeps it.
-fn check_lapse(engine: &dyn Engine) {
-    let lease = std::time::Duration::from_secs(4);
-    let d = engine.claim_server("owner-d", lease, None).unwrap().expect("a free number");
-    engine.set_fanout_watermark(d, 3, true).unwrap();
-    assert_eq!(engine.claim_server("owner-e", lease, Some(d)).unwrap(), None, "held");
-    assert!(!engine.orphaned_servers(lease).unwrap().contains(&d), "held, not orphaned");
-    std::thread::sleep(lease / 2);
-    assert_eq!(engine.claim_server("owner-e", lease, Some(d)).unwrap(), None, "not before");
-    // Renewed halfway: the lease runs from here.
-    assert!(engine.renew_server(d, "owner-d", lease).unwrap());
-    std::thread::sleep(lease * 3 / 4);
-    assert_eq!(engine.claim_server("owner-e", lease, Some(d)).unwrap(), None, "renewed");
-    assert!(!engine.orphaned_servers(lease).unwrap().contains(&d), "renewed, not orphaned");
-    std::thread::sleep(lease + lease / 4);
-    assert!(engine.orphaned_servers(lease).unwrap().contains(&d), "lapsed: an orphan");
-    assert_eq!(engine.claim_server("owner-e", lease, Some(d)).unwrap(), Some(d), "lapsed");
-    assert!(!engine.renew_server(d, "owner-d", lease).unwrap(), "taken by another");
-    assert!(engine.renew_server(d, "owner-e", lease).unwrap());
-    assert!(!engine.orphaned_servers(lease).unwrap().contains(&d), "held again");
-    engine.drop_fanout_watermark(d).unwrap();
-    engine.release_server(d, "owner-d").unwrap();
-    assert_eq!(engine.claim_server("owner-f", lease, Some(d)).unwrap(), None, "still e's");
-    engine.release_server(d, "owner-e").unwrap();
-    assert_eq!(engine.claim_server("owner-f", lease, Some(d)).unwrap(), Some(d), "released");
-    engine.release_server(d, "owner-f").unwrap();
-}
-
 /// The fan-out watermark and idempotency records, alone and stored with the writes they
 /// record: a failed write stores no record.
 fn check_records(engine: &dyn Engine, r: &mut Reference, a: u64, b: u64, next_post: u64) {
     engine.set_fanout_watermark(0, 7, false).unwrap();
     engine.set_fanout_watermark(0, 5, true).unwrap();
     assert_eq!(engine.fanout_watermark(0).unwrap(), Some(5));
-    check_servers(engine);
+    super::servers::check_servers(engine);
     let record = |key: &str, result: Vec<u8>| IdempotencyRecord {
         key: key.into(),
         fingerprint: 99,

@@ -2,6 +2,7 @@
 //! to fill a disk under a store or a journal, and the contract every engine keeps.
 
 mod contract;
+mod servers;
 
 pub use contract::contract;
 
