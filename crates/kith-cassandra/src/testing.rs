@@ -121,3 +121,27 @@ pub fn check_friends_profiles(store: &crate::CassandraStore) -> usize {
     }
     copies
 }
+
+/// Runs one CQL statement on the test cluster, through a session of its own: for tests that
+/// write by hand what a store would not.
+///
+/// # Panics
+/// If the statement fails.
+pub fn execute(cql: &str) {
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    rt.block_on(async {
+        let s = scylla::client::session_builder::SessionBuilder::new()
+            .known_nodes(hosts())
+            .build()
+            .await
+            .expect("a session on the test cluster");
+        s.query_unpaged(cql, ()).await.unwrap_or_else(|e| panic!("{cql}: {e}"));
+    });
+}
+
+/// A write timestamp (microseconds since the epoch) `ahead_s` seconds from now: what a clock
+/// that far ahead gives.
+pub fn micros_ahead(ahead_s: i64) -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_micros() as i64) + ahead_s * 1_000_000
+}

@@ -7,7 +7,6 @@ use kith_cassandra::{BuildConfig, CassandraOptions, CassandraStore, build, testi
 use kith_graph::Graph;
 use kith_layout::Layout;
 use kith_store::{Engine, LayoutMeta};
-use scylla::client::session_builder::SessionBuilder;
 
 /// The stored form of a uid (bigint, order kept).
 fn key(uid: u64) -> i64 {
@@ -16,19 +15,11 @@ fn key(uid: u64) -> i64 {
 
 /// Writes `ticket` under `author` by hand, stamped `ahead_s` seconds ahead of now.
 fn stamped_ahead(ks: &str, author: u64, ticket: i64, ahead_s: i64) {
-    let now_us =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros()
-            as i64;
-    let at = now_us + ahead_s * 1_000_000;
-    let cql = format!(
+    let at = testing::micros_ahead(ahead_s);
+    testing::execute(&format!(
         "INSERT INTO {ks}.repushes (author, ticket) VALUES ({}, {ticket}) USING TIMESTAMP {at}",
         key(author)
-    );
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let s = SessionBuilder::new().known_nodes(testing::hosts()).build().await.unwrap();
-        s.query_unpaged(cql, ()).await.unwrap();
-    });
+    ));
 }
 
 #[test]
